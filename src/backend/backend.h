@@ -1,0 +1,78 @@
+// The forward pass behind one interface. A backend runs a batch of sequences over its paged KV cache and returns
+// one sampled token for every sequence that asks for one. It knows nothing about requests, scheduling or text.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/sampling.h"
+#include "model/qwen3_weights.h"
+
+namespace qinfer {
+
+struct BackendOptions {
+  std::string device = "auto";          // auto | cpu | cuda
+  int block_size = 16;                  // tokens per KV block
+  int max_model_len = 0;                // 0: the model's max_position_embeddings
+  int max_num_seqs = 256;               // sequences in one batch, at most
+  int max_num_batched_tokens = 8192;    // tokens in one batch, at most
+  double gpu_memory_utilization = 0.9;  // fraction of device memory for weights + activations + KV cache
+  int64_t kv_cache_bytes = 0;           // CPU: KV pool size (0: 2 GiB, capped by what max_num_seqs sequences can use)
+  int num_threads = 0;                  // CPU worker threads (0: all cores)
+  bool cuda_graphs = true;
+};
+
+// One sequence's share of a batch. Its tokens occupy positions [num_cached, num_cached + num_tokens).
+struct BatchSequence {
+  int32_t num_tokens = 0;                // 1 for decode; a prompt chunk for prefill
+  int32_t num_cached = 0;                // tokens of this sequence already in the KV cache
+  std::span<const int32_t> block_table;  // KV block ids covering num_cached + num_tokens positions, in order
+  bool sample = false;                   // sample a token after the last position (false for non-final prefill chunks)
+  const SamplingParams* sampling = nullptr;  // required when sample
+  TokenHistory history;                      // for penalties; output excludes the token being produced
+  uint64_t sample_step = 0;                  // index of the token being generated, selects the seeded random number
+};
+
+struct Batch {
+  std::vector<int32_t> token_ids;        // [sum of num_tokens], sequences concatenated in order
+  std::vector<BatchSequence> sequences;  // spans inside must stay valid for the call
+  int32_t num_sampled() const;
+};
+
+struct KvCacheShape {
+  int64_t num_blocks = 0;
+  int block_size = 0;
+  int64_t bytes = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;  // "cpu", "cuda:0 (NVIDIA H200)"
+  virtual const ModelConfig& config() const = 0;
+  virtual KvCacheShape kv_cache() const = 0;
+  virtual int max_model_len() const = 0;
+
+  // Runs the batch: writes K/V of every token into the blocks given, and returns one result per sequence with
+  // `sample` set, in batch order. Blocks of different sequences may be shared only for fully cached prefix blocks,
+  // which are read, never written. Throws Error(kInvalidArgument) for a malformed batch.
+  virtual std::vector<SampleResult> step(const Batch& batch) = 0;
+
+  // For tests: the raw logits [num_sampled, vocab] after the last position of each sampling sequence, without
+  // sampling. Writes the KV cache exactly as step() does.
+  virtual std::vector<float> forward_logits(const Batch& batch) = 0;
+};
+
+// Creates the backend for options.device. "auto" takes CUDA when a usable GPU exists, else the CPU.
+// Throws Error(kUnavailable) for "cuda" without a usable GPU (with the driver's reason).
+std::unique_ptr<Backend> create_backend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options);
+
+// Checks the structure of a batch against the cache and model (token ids in the vocabulary, block tables long enough,
+// block ids in range, spans consistent). Shared by all backends. Throws Error(kInvalidArgument).
+void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len);
+
+}  // namespace qinfer

@@ -1,0 +1,57 @@
+// Per-request sampling parameters and the host reference sampler. Backends sample on their device; this file is the
+// definition of what they must compute (the CUDA sampler is tested against it).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace qinfer {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0: greedy (argmax, lowest id on ties)
+  int top_k = 0;                    // 0 or -1: off
+  float top_p = 1.0f;               // (0, 1]
+  float min_p = 0.0f;               // [0, 1]
+  float repetition_penalty = 1.0f;  // HF semantics over prompt + output tokens; 1: off
+  float presence_penalty = 0.0f;    // OpenAI semantics over output tokens
+  float frequency_penalty = 0.0f;   // OpenAI semantics over output tokens
+  uint64_t seed = 0;
+  int num_top_logprobs = 0;  // top-K logprobs to return per token (the chosen token's logprob is always returned)
+
+  bool greedy() const { return temperature <= 0.0f; }
+  bool has_penalties() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
+  // Empty when valid, else a message naming the field (for 400 responses and CLI errors).
+  std::string validate(int vocab_size) const;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;  // natural log of softmax over the raw logits
+};
+
+struct SampleResult {
+  int32_t token = 0;
+  float logprob = 0;              // of `token` under the raw logits
+  std::vector<TokenLogprob> top;  // num_top_logprobs entries, most likely first
+};
+
+// Token history a sequence carries for penalties: prompt then generated tokens.
+struct TokenHistory {
+  std::span<const int32_t> prompt;
+  std::span<const int32_t> output;
+};
+
+// Uniform float in [0, 1) for (seed, step): Philox4x32-10, so that a seeded request gives the same tokens however it
+// is batched, on any backend.
+float sampling_uniform(uint64_t seed, uint64_t step);
+
+// Reference sampler. `logits` [vocab] are the model's raw logits (left unchanged); `step` is the index of the token
+// being generated (0 for the first), which selects the random number.
+SampleResult sample_token(std::span<const float> logits, const SamplingParams& params, const TokenHistory& history,
+                          uint64_t step);
+
+}  // namespace qinfer

@@ -1,0 +1,190 @@
+#include "model/config.h"
+
+#include "util/error.h"
+#include "util/json_file.h"
+
+namespace qinfer {
+
+int64_t ModelConfig::num_parameters() const {
+  int64_t h = hidden_size, per_layer = 0;
+  per_layer += h * q_width() + 2 * h * kv_width() + static_cast<int64_t>(q_width()) * h;  // q, k, v, o
+  per_layer += 3 * h * intermediate_size;                                                 // gate, up, down
+  per_layer += 2 * h + 2 * head_dim;                                                      // norms
+  int64_t embeddings = static_cast<int64_t>(vocab_size) * h * (tie_word_embeddings ? 1 : 2);
+  return per_layer * num_layers + embeddings + h;
+}
+
+namespace {
+
+std::vector<int32_t> int_or_list(const nlohmann::json& j, const std::string& field, const std::filesystem::path& file) {
+  std::vector<int32_t> out;
+  if (!j.contains(field) || j[field].is_null()) return out;
+  const auto& v = j[field];
+  if (v.is_number_integer()) {
+    out.push_back(v.get<int32_t>());
+  } else if (v.is_array()) {
+    for (const auto& x : v) {
+      if (!x.is_number_integer())
+        throw Error(ErrorKind::kFormat, file.string() + ": field '" + field + "' must hold integers");
+      out.push_back(x.get<int32_t>());
+    }
+  } else {
+    throw Error(ErrorKind::kFormat, file.string() + ": field '" + field + "' expected an integer or a list");
+  }
+  return out;
+}
+
+void require_positive(int value, const std::string& field, const std::filesystem::path& file) {
+  if (value <= 0)
+    throw Error(ErrorKind::kFormat,
+                file.string() + ": field '" + field + "' must be positive, got " + std::to_string(value));
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const nlohmann::json& j, const std::filesystem::path& path, const nlohmann::json* gen,
+                               const std::filesystem::path& gen_path) {
+  if (!j.is_object()) throw Error(ErrorKind::kFormat, path.string() + ": expected a JSON object");
+  ModelConfig c;
+  std::string model_type = json_field_or<std::string>(j, "model_type", "", path);
+  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+      j["architectures"][0].is_string())
+    c.architecture = j["architectures"][0].get<std::string>();
+  if (c.architecture != "Qwen3ForCausalLM" && model_type != "qwen3")
+    throw Error(ErrorKind::kUnsupported, path.string() + ": architecture '" + c.architecture + "' (model_type '" +
+                                             model_type +
+                                             "') is not supported; qinfer runs Qwen3ForCausalLM (dense Qwen3)");
+  if (c.architecture.empty()) c.architecture = "Qwen3ForCausalLM";
+  c.hidden_size = json_field<int>(j, "hidden_size", path);
+  c.intermediate_size = json_field<int>(j, "intermediate_size", path);
+  c.num_layers = json_field<int>(j, "num_hidden_layers", path);
+  c.num_heads = json_field<int>(j, "num_attention_heads", path);
+  c.num_kv_heads = json_field_or<int>(j, "num_key_value_heads", c.num_heads, path);
+  c.vocab_size = json_field<int>(j, "vocab_size", path);
+  for (auto [v, name] : {std::pair{c.hidden_size, "hidden_size"},
+                         {c.intermediate_size, "intermediate_size"},
+                         {c.num_layers, "num_hidden_layers"},
+                         {c.num_heads, "num_attention_heads"},
+                         {c.num_kv_heads, "num_key_value_heads"},
+                         {c.vocab_size, "vocab_size"}})
+    require_positive(v, name, path);
+  c.head_dim = json_field_or<int>(j, "head_dim", c.hidden_size / c.num_heads, path);
+  require_positive(c.head_dim, "head_dim", path);
+  if (c.head_dim % 2 != 0)
+    throw Error(ErrorKind::kFormat,
+                path.string() + ": field 'head_dim' must be even for RoPE, got " + std::to_string(c.head_dim));
+  if (c.num_heads % c.num_kv_heads != 0)
+    throw Error(ErrorKind::kFormat, path.string() + ": num_attention_heads (" + std::to_string(c.num_heads) +
+                                        ") must be a multiple of num_key_value_heads (" +
+                                        std::to_string(c.num_kv_heads) + ")");
+  c.rms_norm_eps = json_field_or<double>(j, "rms_norm_eps", 1e-6, path);
+  c.rope_theta = json_field_or<double>(j, "rope_theta", 1e6, path);
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    const auto& rp = j["rope_parameters"];
+    c.rope_theta = json_field_or<double>(rp, "rope_theta", c.rope_theta, path);
+    std::string type = json_field_or<std::string>(rp, "rope_type", "default", path);
+    if (type != "default")
+      throw Error(ErrorKind::kUnsupported,
+                  path.string() + ": rope_parameters.rope_type '" + type + "' is not supported (only default RoPE)");
+  }
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
+    const auto& rs = j["rope_scaling"];
+    std::string type = rs.is_object() ? json_field_or<std::string>(
+                                            rs, "rope_type", json_field_or<std::string>(rs, "type", "?", path), path)
+                                      : "?";
+    if (type != "default")
+      throw Error(ErrorKind::kUnsupported,
+                  path.string() + ": rope_scaling type '" + type + "' is not supported (only default RoPE)");
+  }
+  if (json_field_or<bool>(j, "use_sliding_window", false, path))
+    throw Error(ErrorKind::kUnsupported, path.string() + ": use_sliding_window=true is not supported");
+  if (json_field_or<bool>(j, "attention_bias", false, path))
+    throw Error(ErrorKind::kUnsupported, path.string() + ": attention_bias=true is not supported (Qwen3 has none)");
+  std::string act = json_field_or<std::string>(j, "hidden_act", "silu", path);
+  if (act != "silu")
+    throw Error(ErrorKind::kUnsupported, path.string() + ": hidden_act '" + act + "' is not supported (silu only)");
+  c.max_position_embeddings = json_field_or<int64_t>(j, "max_position_embeddings", 32768, path);
+  c.tie_word_embeddings = json_field_or<bool>(j, "tie_word_embeddings", false, path);
+  std::string dtype =
+      json_field_or<std::string>(j, "torch_dtype", json_field_or<std::string>(j, "dtype", "bfloat16", path), path);
+  if (dtype == "bfloat16")
+    c.dtype = DType::kBF16;
+  else if (dtype == "float16")
+    c.dtype = DType::kF16;
+  else if (dtype == "float32")
+    c.dtype = DType::kF32;
+  else
+    throw Error(ErrorKind::kUnsupported,
+                path.string() + ": torch_dtype '" + dtype + "' is not supported (bfloat16, float16, float32)");
+  c.eos_token_ids = int_or_list(j, "eos_token_id", path);
+  c.bos_token_ids = int_or_list(j, "bos_token_id", path);
+  if (gen) {
+    if (!gen->is_object()) throw Error(ErrorKind::kFormat, gen_path.string() + ": expected a JSON object");
+    auto gen_eos = int_or_list(*gen, "eos_token_id", gen_path);
+    if (!gen_eos.empty()) c.eos_token_ids = gen_eos;
+    auto& g = c.generation;
+    g.temperature = json_field_or<double>(*gen, "temperature", g.temperature, gen_path);
+    g.top_p = json_field_or<double>(*gen, "top_p", g.top_p, gen_path);
+    g.top_k = json_field_or<int>(*gen, "top_k", g.top_k, gen_path);
+    g.min_p = json_field_or<double>(*gen, "min_p", g.min_p, gen_path);
+    g.repetition_penalty = json_field_or<double>(*gen, "repetition_penalty", g.repetition_penalty, gen_path);
+    if (!json_field_or<bool>(*gen, "do_sample", true, gen_path)) g.temperature = 0.0;
+  }
+  for (int32_t id : c.eos_token_ids)
+    if (id < 0 || id >= c.vocab_size)
+      throw Error(ErrorKind::kFormat, path.string() + ": eos_token_id " + std::to_string(id) +
+                                          " is outside the vocabulary of " + std::to_string(c.vocab_size));
+  return c;
+}
+
+ModelConfig load_model_config(const std::filesystem::path& model_dir) {
+  auto config_path = model_dir / "config.json";
+  nlohmann::json config = read_json_file(config_path);
+  auto gen_path = model_dir / "generation_config.json";
+  if (std::filesystem::exists(gen_path)) {
+    nlohmann::json gen = read_json_file(gen_path);
+    return parse_model_config(config, config_path, &gen, gen_path);
+  }
+  return parse_model_config(config, config_path);
+}
+
+nlohmann::json model_config_to_json(const ModelConfig& c) {
+  const char* dtype = c.dtype == DType::kBF16 ? "bfloat16" : c.dtype == DType::kF16 ? "float16" : "float32";
+  nlohmann::json j = {
+      {"architectures", {c.architecture}},
+      {"model_type", "qwen3"},
+      {"hidden_size", c.hidden_size},
+      {"intermediate_size", c.intermediate_size},
+      {"num_hidden_layers", c.num_layers},
+      {"num_attention_heads", c.num_heads},
+      {"num_key_value_heads", c.num_kv_heads},
+      {"head_dim", c.head_dim},
+      {"vocab_size", c.vocab_size},
+      {"rms_norm_eps", c.rms_norm_eps},
+      {"rope_theta", c.rope_theta},
+      {"rope_scaling", nullptr},
+      {"max_position_embeddings", c.max_position_embeddings},
+      {"tie_word_embeddings", c.tie_word_embeddings},
+      {"torch_dtype", dtype},
+      {"hidden_act", "silu"},
+      {"attention_bias", false},
+      {"attention_dropout", 0.0},
+      {"use_sliding_window", false},
+      {"use_cache", true},
+  };
+  if (!c.bos_token_ids.empty()) j["bos_token_id"] = c.bos_token_ids.front();
+  if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids.front();
+  return j;
+}
+
+nlohmann::json generation_config_to_json(const ModelConfig& c) {
+  const auto& g = c.generation;
+  return {{"eos_token_id", c.eos_token_ids},
+          {"do_sample", g.temperature > 0},
+          {"temperature", g.temperature},
+          {"top_p", g.top_p},
+          {"top_k", g.top_k},
+          {"min_p", g.min_p}};
+}
+
+}  // namespace qinfer

@@ -1,0 +1,53 @@
+#include "util/error.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace qinfer {
+
+std::string_view error_kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorKind::kNotFound:
+      return "not_found";
+    case ErrorKind::kFormat:
+      return "format_error";
+    case ErrorKind::kUnsupported:
+      return "unsupported";
+    case ErrorKind::kOutOfMemory:
+      return "out_of_memory";
+    case ErrorKind::kUnavailable:
+      return "unavailable";
+    case ErrorKind::kInternal:
+      return "internal_error";
+  }
+  return "internal_error";
+}
+
+int error_kind_exit_code(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kInvalidArgument:
+      return 2;
+    case ErrorKind::kNotFound:
+      return 3;
+    case ErrorKind::kFormat:
+      return 4;
+    case ErrorKind::kUnsupported:
+      return 5;
+    case ErrorKind::kOutOfMemory:
+      return 6;
+    case ErrorKind::kUnavailable:
+      return 7;
+    case ErrorKind::kInternal:
+      return 1;
+  }
+  return 1;
+}
+
+void check_failed(const char* expr, const char* file, int line, const std::string& message) {
+  std::fprintf(stderr, "qinfer: internal check failed at %s:%d: %s %s\n", file, line, expr, message.c_str());
+  std::abort();
+}
+
+}  // namespace qinfer

@@ -2,6 +2,7 @@
 // definition of what they must compute (the CUDA sampler is tested against it).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -44,6 +45,9 @@ struct TokenHistory {
   std::span<const int32_t> prompt;
   std::span<const int32_t> output;
 };
+
+// Philox4x32-10 (Salmon et al., SC'11): the counter-based generator behind sampling_uniform.
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
 
 // Uniform float in [0, 1) for (seed, step): Philox4x32-10, so that a seeded request gives the same tokens however it
 // is batched, on any backend.

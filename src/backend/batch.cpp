@@ -1,0 +1,44 @@
+#include "backend/backend.h"
+#include "util/error.h"
+
+namespace qinfer {
+
+int32_t Batch::num_sampled() const {
+  int32_t n = 0;
+  for (const auto& s : sequences) n += s.sample ? 1 : 0;
+  return n;
+}
+
+void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len) {
+  auto fail = [](const std::string& what) { throw Error(ErrorKind::kInvalidArgument, "invalid batch: " + what); };
+  int64_t total = 0;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const BatchSequence& s = batch.sequences[i];
+    const std::string seq = "sequence " + std::to_string(i) + ": ";
+    if (s.num_tokens <= 0) fail(seq + "num_tokens must be positive");
+    if (s.num_cached < 0) fail(seq + "num_cached must be non-negative");
+    int64_t end = static_cast<int64_t>(s.num_cached) + s.num_tokens;
+    if (end > max_model_len)
+      fail(seq + std::to_string(end) + " positions exceed max_model_len " + std::to_string(max_model_len));
+    int64_t blocks_needed = (end + kv.block_size - 1) / kv.block_size;
+    if (static_cast<int64_t>(s.block_table.size()) < blocks_needed)
+      fail(seq + "block table has " + std::to_string(s.block_table.size()) + " blocks, needs " +
+           std::to_string(blocks_needed));
+    for (int32_t b : s.block_table)
+      if (b < 0 || b >= kv.num_blocks) fail(seq + "block id " + std::to_string(b) + " out of range");
+    if (s.sample) {
+      if (!s.sampling) fail(seq + "sample is set but sampling params are missing");
+      std::string error = s.sampling->validate(config.vocab_size);
+      if (!error.empty()) fail(seq + error);
+    }
+    total += s.num_tokens;
+  }
+  if (total != static_cast<int64_t>(batch.token_ids.size()))
+    fail("token_ids holds " + std::to_string(batch.token_ids.size()) + " ids, sequences add up to " +
+         std::to_string(total));
+  for (int32_t id : batch.token_ids)
+    if (id < 0 || id >= config.vocab_size)
+      fail("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(config.vocab_size));
+}
+
+}  // namespace qinfer

@@ -1,0 +1,177 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/cpu_ops.h"
+#include "util/error.h"
+
+namespace qinfer {
+
+namespace {
+constexpr int64_t kDefaultKvBytes = int64_t{2} << 30;
+}
+
+CpuBackend::CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
+    : model_(std::move(model)), pool_(options.num_threads) {
+  const ModelConfig& c = model_->config;
+  if (options.block_size <= 0 || options.block_size > 1024)
+    throw Error(ErrorKind::kInvalidArgument,
+                "block size must be in [1, 1024], got " + std::to_string(options.block_size));
+  max_model_len_ = options.max_model_len > 0 ? options.max_model_len : static_cast<int>(c.max_position_embeddings);
+  if (max_model_len_ > c.max_position_embeddings)
+    throw Error(ErrorKind::kInvalidArgument, "--max-model-len " + std::to_string(max_model_len_) +
+                                                 " exceeds the model's max_position_embeddings " +
+                                                 std::to_string(c.max_position_embeddings));
+  const int64_t bytes_per_block = int64_t{2} * c.num_layers * options.block_size * c.kv_width() * 4;
+  int64_t bytes = options.kv_cache_bytes > 0 ? options.kv_cache_bytes : kDefaultKvBytes;
+  const int64_t blocks_per_seq = (max_model_len_ + options.block_size - 1) / options.block_size;
+  int64_t num_blocks = std::min(bytes / bytes_per_block, blocks_per_seq * std::max(1, options.max_num_seqs));
+  if (num_blocks < 1)
+    throw Error(ErrorKind::kOutOfMemory, "KV cache of " + std::to_string(bytes) + " bytes holds no block of " +
+                                             std::to_string(bytes_per_block) + " bytes");
+  kv_shape_ = {num_blocks, options.block_size, num_blocks * bytes_per_block};
+  // Uninitialised on purpose: pages are touched only when blocks are used.
+  const size_t floats_per_layer = static_cast<size_t>(num_blocks) * options.block_size * c.kv_width();
+  for (int l = 0; l < c.num_layers; ++l) {
+    k_cache_.push_back({std::unique_ptr<float[]>(new float[floats_per_layer])});
+    v_cache_.push_back({std::unique_ptr<float[]>(new float[floats_per_layer])});
+  }
+  inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
+  cpu::rope_inv_freq(c.rope_theta, c.head_dim, inv_freq_.data());
+}
+
+void CpuBackend::write_kv(const Batch& batch, int layer, const float* k, const float* v) {
+  const int kv_width = model_->config.kv_width();
+  const int bs = kv_shape_.block_size;
+  size_t t = 0;
+  for (const BatchSequence& s : batch.sequences) {
+    for (int i = 0; i < s.num_tokens; ++i, ++t) {
+      const int64_t pos = static_cast<int64_t>(s.num_cached) + i;
+      const int64_t block = s.block_table[static_cast<size_t>(pos / bs)];
+      const int offset = static_cast<int>(pos % bs);
+      std::copy_n(k + t * kv_width, kv_width, k_cache_[static_cast<size_t>(layer)].slot(block, offset, bs, kv_width));
+      std::copy_n(v + t * kv_width, kv_width, v_cache_[static_cast<size_t>(layer)].slot(block, offset, bs, kv_width));
+    }
+  }
+}
+
+void CpuBackend::attention_layer(const Batch& batch, int layer, const std::vector<int64_t>& token_positions,
+                                 const float* q, float* out) {
+  const ModelConfig& c = model_->config;
+  const int d = c.head_dim, kv_width = c.kv_width(), group = c.num_heads / c.num_kv_heads;
+  const int bs = kv_shape_.block_size;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  // token -> its sequence's block table
+  std::vector<const BatchSequence*> owner;
+  for (const BatchSequence& s : batch.sequences) owner.insert(owner.end(), static_cast<size_t>(s.num_tokens), &s);
+  KvPool& kp = k_cache_[static_cast<size_t>(layer)];
+  KvPool& vp = v_cache_[static_cast<size_t>(layer)];
+  const size_t tasks = owner.size() * static_cast<size_t>(c.num_heads);
+  pool_.parallel_for(tasks, [&](size_t begin, size_t end) {
+    std::vector<float> scores;
+    std::vector<double> acc(static_cast<size_t>(d));
+    for (size_t task = begin; task < end; ++task) {
+      const size_t t = task / static_cast<size_t>(c.num_heads);
+      const int h = static_cast<int>(task % static_cast<size_t>(c.num_heads));
+      const int g = h / group;
+      const int64_t pos = token_positions[t];
+      const float* qh = q + t * static_cast<size_t>(c.q_width()) + static_cast<size_t>(h) * d;
+      const auto& table = owner[t]->block_table;
+      scores.resize(static_cast<size_t>(pos + 1));
+      float max_score = -INFINITY;
+      for (int64_t j = 0; j <= pos; ++j) {
+        const float* kj = kp.slot(table[static_cast<size_t>(j / bs)], static_cast<int>(j % bs), bs, kv_width) + g * d;
+        scores[static_cast<size_t>(j)] = cpu::dot(qh, kj, d) * scale;
+        max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
+      }
+      double sum = 0;
+      for (float& s : scores) sum += s = std::exp(s - max_score);
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t j = 0; j <= pos; ++j) {
+        const float* vj = vp.slot(table[static_cast<size_t>(j / bs)], static_cast<int>(j % bs), bs, kv_width) + g * d;
+        const double w = scores[static_cast<size_t>(j)];
+        for (int i = 0; i < d; ++i) acc[static_cast<size_t>(i)] += w * vj[i];
+      }
+      float* o = out + t * static_cast<size_t>(c.q_width()) + static_cast<size_t>(h) * d;
+      for (int i = 0; i < d; ++i) o[i] = static_cast<float>(acc[static_cast<size_t>(i)] / sum);
+    }
+  });
+}
+
+std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
+  validate_batch(batch, model_->config, kv_shape_, max_model_len_);
+  const ModelConfig& c = model_->config;
+  const Qwen3Weights& w = model_->weights;
+  const int h = c.hidden_size, qw = c.q_width(), kvw = c.kv_width(), ff = c.intermediate_size, d = c.head_dim;
+  const int n = static_cast<int>(batch.token_ids.size());
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const auto sz = [](int64_t a, int64_t b) { return static_cast<size_t>(a * b); };
+
+  std::vector<int64_t> positions;  // [n]
+  for (const BatchSequence& s : batch.sequences)
+    for (int i = 0; i < s.num_tokens; ++i) positions.push_back(static_cast<int64_t>(s.num_cached) + i);
+
+  std::vector<float> x(sz(n, h));  // [n, hidden] residual stream
+  for (int t = 0; t < n; ++t)
+    cpu::load_weight_row(w.embed_tokens, batch.token_ids[static_cast<size_t>(t)], &x[sz(t, h)]);
+
+  std::vector<float> normed(sz(n, h)), q(sz(n, qw)), k(sz(n, kvw)), v(sz(n, kvw)), attn(sz(n, qw)), proj(sz(n, h));
+  std::vector<float> gate(sz(n, ff)), up(sz(n, ff));
+  for (int l = 0; l < c.num_layers; ++l) {
+    const Qwen3LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    cpu::rms_norm(x.data(), lw.input_norm, n, h, eps, normed.data());
+    cpu::linear(pool_, normed.data(), n, lw.q_proj, q.data());
+    cpu::linear(pool_, normed.data(), n, lw.k_proj, k.data());
+    cpu::linear(pool_, normed.data(), n, lw.v_proj, v.data());
+    // Per-head q/k RMSNorm (weights shared across heads), then RoPE.
+    cpu::rms_norm(q.data(), lw.q_norm, n * c.num_heads, d, eps, q.data());
+    cpu::rms_norm(k.data(), lw.k_norm, n * c.num_kv_heads, d, eps, k.data());
+    for (int t = 0; t < n; ++t) {
+      for (int hd = 0; hd < c.num_heads; ++hd)
+        cpu::apply_rope(&q[sz(t, qw) + sz(hd, d)], d, positions[static_cast<size_t>(t)], inv_freq_);
+      for (int hd = 0; hd < c.num_kv_heads; ++hd)
+        cpu::apply_rope(&k[sz(t, kvw) + sz(hd, d)], d, positions[static_cast<size_t>(t)], inv_freq_);
+    }
+    write_kv(batch, l, k.data(), v.data());
+    attention_layer(batch, l, positions, q.data(), attn.data());
+    cpu::linear(pool_, attn.data(), n, lw.o_proj, proj.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
+
+    cpu::rms_norm(x.data(), lw.post_attn_norm, n, h, eps, normed.data());
+    cpu::linear(pool_, normed.data(), n, lw.gate_proj, gate.data());
+    cpu::linear(pool_, normed.data(), n, lw.up_proj, up.data());
+    cpu::swiglu(gate.data(), up.data(), static_cast<int64_t>(gate.size()), gate.data());
+    cpu::linear(pool_, gate.data(), n, lw.down_proj, proj.data());
+    for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
+  }
+
+  // Final norm and lm_head only at the last position of each sampling sequence.
+  std::vector<float> last;  // [num_sampled, hidden]
+  int64_t end = 0;
+  for (const BatchSequence& s : batch.sequences) {
+    end += s.num_tokens;
+    if (s.sample) last.insert(last.end(), x.begin() + sz(end - 1, h), x.begin() + sz(end, h));
+  }
+  const int num_sampled = static_cast<int>(last.size() / static_cast<size_t>(h));
+  cpu::rms_norm(last.data(), w.final_norm, num_sampled, h, eps, last.data());
+  std::vector<float> logits(sz(num_sampled, c.vocab_size));
+  cpu::linear(pool_, last.data(), num_sampled, w.lm_head, logits.data());
+  return logits;
+}
+
+std::vector<SampleResult> CpuBackend::step(const Batch& batch) {
+  std::vector<float> logits = forward_logits(batch);
+  std::vector<SampleResult> results;
+  const size_t vocab = static_cast<size_t>(model_->config.vocab_size);
+  size_t row = 0;
+  for (const BatchSequence& s : batch.sequences) {
+    if (!s.sample) continue;
+    std::span<const float> row_logits(logits.data() + row * vocab, vocab);
+    results.push_back(sample_token(row_logits, *s.sampling, s.history, s.sample_step));
+    ++row;
+  }
+  return results;
+}
+
+}  // namespace qinfer

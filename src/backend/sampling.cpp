@@ -1,0 +1,155 @@
+#include "backend/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+namespace qinfer {
+
+std::string SamplingParams::validate(int vocab_size) const {
+  if (!std::isfinite(temperature) || temperature < 0.0f || temperature > 100.0f)
+    return "temperature must be in [0, 100], got " + std::to_string(temperature);
+  if (top_k < -1 || top_k > vocab_size)
+    return "top_k must be -1, 0 or in [1, " + std::to_string(vocab_size) + "], got " + std::to_string(top_k);
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return "top_p must be in (0, 1], got " + std::to_string(top_p);
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return "min_p must be in [0, 1], got " + std::to_string(min_p);
+  if (!(repetition_penalty > 0.0f && repetition_penalty <= 10.0f))
+    return "repetition_penalty must be in (0, 10], got " + std::to_string(repetition_penalty);
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
+    return "presence_penalty must be in [-2, 2], got " + std::to_string(presence_penalty);
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
+    return "frequency_penalty must be in [-2, 2], got " + std::to_string(frequency_penalty);
+  if (num_top_logprobs < 0 || num_top_logprobs > 20)
+    return "top_logprobs must be in [0, 20], got " + std::to_string(num_top_logprobs);
+  return {};
+}
+
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c[0];
+    const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c[2];
+    c = {static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k[0], static_cast<uint32_t>(p1),
+         static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k[1], static_cast<uint32_t>(p0)};
+    k[0] += 0x9E3779B9u;
+    k[1] += 0xBB67AE85u;
+  }
+  return c;
+}
+
+float sampling_uniform(uint64_t seed, uint64_t step) {
+  // Key = seed, counter = (step, 0); the first output word gives 24 random mantissa bits.
+  auto out = philox4x32_10({static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32), 0, 0},
+                           {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  return static_cast<float>(out[0] >> 8) * 0x1p-24f;
+}
+
+namespace {
+
+// Applies HF repetition penalty (prompt + output) and OpenAI presence/frequency penalties (output only).
+void apply_penalties(std::vector<float>& logits, const SamplingParams& p, const TokenHistory& history) {
+  const int vocab = static_cast<int>(logits.size());
+  if (p.repetition_penalty != 1.0f) {
+    std::vector<bool> seen(logits.size(), false);
+    auto mark = [&](std::span<const int32_t> ids) {
+      for (int32_t id : ids)
+        if (id >= 0 && id < vocab) seen[static_cast<size_t>(id)] = true;
+    };
+    mark(history.prompt);
+    mark(history.output);
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (seen[i]) logits[i] = logits[i] > 0 ? logits[i] / p.repetition_penalty : logits[i] * p.repetition_penalty;
+  }
+  if (p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+    std::unordered_map<int32_t, int> counts;
+    for (int32_t id : history.output)
+      if (id >= 0 && id < vocab) ++counts[id];
+    for (auto [id, n] : counts)
+      logits[static_cast<size_t>(id)] -= p.presence_penalty + p.frequency_penalty * static_cast<float>(n);
+  }
+}
+
+// Index of the largest value, lowest index on ties.
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+}  // namespace
+
+SampleResult sample_token(std::span<const float> logits, const SamplingParams& p, const TokenHistory& history,
+                          uint64_t step) {
+  const size_t vocab = logits.size();
+  SampleResult result;
+
+  // Log-softmax of the raw logits, accumulated in double.
+  float max_logit = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x - max_logit));
+  const float log_norm = max_logit + static_cast<float>(std::log(sum));
+
+  std::vector<float> work(logits.begin(), logits.end());
+  if (p.has_penalties()) apply_penalties(work, p, history);
+
+  if (p.greedy()) {
+    result.token = argmax(work);
+  } else {
+    for (float& x : work) x /= p.temperature;
+    // Candidates in descending order of (processed) logit, lower id first on ties.
+    std::vector<int32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    auto by_logit = [&](int32_t a, int32_t b) { return work[a] > work[b] || (work[a] == work[b] && a < b); };
+    size_t kept = vocab;
+    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
+      kept = static_cast<size_t>(p.top_k);
+      std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(kept), order.end(), by_logit);
+    } else if (p.top_p < 1.0f) {
+      std::sort(order.begin(), order.end(), by_logit);
+    }
+    const float top = *std::max_element(work.begin(), work.end());  // always kept: every filter keeps the max
+    std::vector<double> prob(kept);
+    double total = 0;
+    for (size_t i = 0; i < kept; ++i) total += prob[i] = std::exp(static_cast<double>(work[order[i]] - top));
+    if (p.top_p < 1.0f) {
+      // Smallest prefix (in probability order) whose mass reaches top_p.
+      double cumulative = 0;
+      size_t n = 0;
+      while (n < kept) {
+        cumulative += prob[n++] / total;
+        if (cumulative >= p.top_p) break;
+      }
+      kept = n;
+    }
+    // min_p: keep tokens with probability >= min_p * max probability (the max has prob[.] == 1 before normalising).
+    std::vector<int32_t> candidates;
+    for (size_t i = 0; i < kept; ++i)
+      if (p.min_p <= 0.0f || prob[i] >= p.min_p) candidates.push_back(order[i]);
+    // Inverse CDF in ascending token-id order, so every backend walks the same sequence.
+    std::sort(candidates.begin(), candidates.end());
+    double mass = 0;
+    for (int32_t id : candidates) mass += std::exp(static_cast<double>(work[static_cast<size_t>(id)] - top));
+    double target = static_cast<double>(sampling_uniform(p.seed, step)) * mass;
+    result.token = candidates.back();
+    double cumulative = 0;
+    for (int32_t id : candidates) {
+      cumulative += std::exp(static_cast<double>(work[static_cast<size_t>(id)] - top));
+      if (cumulative > target) {
+        result.token = id;
+        break;
+      }
+    }
+  }
+
+  result.logprob = logits[static_cast<size_t>(result.token)] - log_norm;
+  if (p.num_top_logprobs > 0) {
+    size_t k = std::min(vocab, static_cast<size_t>(p.num_top_logprobs));
+    std::vector<int32_t> ids(vocab);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(k), ids.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    for (size_t i = 0; i < k; ++i) result.top.push_back({ids[i], logits[static_cast<size_t>(ids[i])] - log_norm});
+  }
+  return result;
+}
+
+}  // namespace qinfer

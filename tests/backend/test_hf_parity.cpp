@@ -1,0 +1,85 @@
+// The CPU backend against Hugging Face transformers (fp32, eager attention) on generated test models.
+// References: tests/data/hf_reference/*.json, made by tools/hf_reference.py on the GPU test machine.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "backend/backend.h"
+#include "model/test_model.h"
+#include "util/json_file.h"
+#include "util/thread_pool.h"
+
+namespace qinfer {
+namespace {
+
+class HfParity : public ::testing::TestWithParam<std::string> {};
+
+std::vector<double> log_softmax(std::span<const float> logits) {
+  double max = *std::max_element(logits.begin(), logits.end()), sum = 0;
+  for (float x : logits) sum += std::exp(x - max);
+  std::vector<double> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - max - std::log(sum);
+  return out;
+}
+
+TEST_P(HfParity, GreedyTokensAndTopLogprobsMatch) {
+  const std::string preset = GetParam();
+  auto ref = read_json_file(std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/hf_reference" / (preset + ".json"));
+  auto dir = std::filesystem::temp_directory_path() / ("qinfer-parity-" + preset + "-" + std::to_string(::getpid()));
+  ThreadPool pool(0);
+  write_test_model(dir, test_model_preset(preset), ref["weight_seed"].get<uint64_t>(), std::nullopt, &pool);
+  auto model = std::make_shared<LoadedModel>(load_model(dir));
+  BackendOptions options;
+  options.device = "cpu";
+  options.max_model_len = 4096;
+  options.kv_cache_bytes = int64_t{256} << 20;
+  auto backend = create_backend(model, options);
+  const int vocab = model->config.vocab_size;
+
+  for (const auto& c : ref["cases"]) {
+    std::vector<int32_t> prompt = c["prompt"].get<std::vector<int32_t>>();
+    SCOPED_TRACE("prompt of " + std::to_string(prompt.size()) + " tokens");
+    std::vector<int32_t> table(256);
+    std::iota(table.begin(), table.end(), 0);
+    SamplingParams greedy;
+    greedy.temperature = 0;
+    Batch batch;
+    batch.token_ids = prompt;
+    BatchSequence seq;
+    seq.num_tokens = static_cast<int32_t>(prompt.size());
+    seq.block_table = table;
+    seq.sample = true;
+    seq.sampling = &greedy;
+    int step = 0;
+    for (const auto& s : c["steps"]) {
+      batch.sequences = {seq};
+      std::vector<float> logits = backend->forward_logits(batch);
+      ASSERT_EQ(logits.size(), static_cast<size_t>(vocab));
+      std::vector<double> lp = log_softmax(logits);
+      const int32_t hf_token = s["token"].get<int32_t>();
+      const int32_t ours = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      EXPECT_EQ(ours, hf_token) << "step " << step << " (HF top-2 margin " << s["margin"].get<double>() << ")";
+      const auto& ids = s["top_ids"];
+      const auto& values = s["top_logprobs"];
+      for (size_t i = 0; i < ids.size(); ++i)
+        EXPECT_NEAR(lp[ids[i].get<size_t>()], values[i].get<double>(), 1e-3)
+            << "step " << step << ", top-" << i << " token " << ids[i];
+      // Teacher forcing: continue with HF's token so that later steps stay comparable.
+      seq.num_cached += seq.num_tokens;
+      seq.num_tokens = 1;
+      batch.token_ids = {hf_token};
+      ++step;
+    }
+    EXPECT_EQ(step, ref["steps"].get<int>());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, HfParity, ::testing::Values("tiny", "tiny-untied"),
+                         [](const auto& info) { return info.param == "tiny" ? "Tied" : "Untied"; });
+
+}  // namespace
+}  // namespace qinfer

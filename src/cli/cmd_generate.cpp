@@ -1,0 +1,160 @@
+// qinfer generate: one prompt, one sequence, printed as text or one JSON object.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+#include <sstream>
+
+#include "backend/backend.h"
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+#include "util/error.h"
+#include "util/logging.h"
+
+namespace qinfer::cli {
+
+namespace {
+
+struct GenerateFlags {
+  ModelFlags model;
+  BackendOptions backend;
+  std::string prompt_ids;
+  int max_tokens = 16;
+  std::optional<float> temperature, top_p, min_p;
+  std::optional<int> top_k;
+  float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+  int logprobs = 0;
+  bool ignore_eos = false;
+  bool json = false;
+};
+
+std::vector<int32_t> parse_ids(const std::string& text, int vocab_size) {
+  std::vector<int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size())
+      throw Error(ErrorKind::kInvalidArgument, "--prompt-ids: '" + item + "' is not an integer");
+    if (v < 0 || v >= vocab_size)
+      throw Error(ErrorKind::kInvalidArgument, "--prompt-ids: id " + item + " at index " + std::to_string(ids.size()) +
+                                                   " is outside the vocabulary [0, " + std::to_string(vocab_size) +
+                                                   ")");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  if (ids.empty()) throw Error(ErrorKind::kInvalidArgument, "--prompt-ids is empty");
+  return ids;
+}
+
+void run_generate(const GenerateFlags& f) {
+  auto model = load_model_from_flags(f.model);
+  const ModelConfig& config = model->config;
+  if (f.prompt_ids.empty()) throw Error(ErrorKind::kInvalidArgument, "--prompt-ids is required");
+  std::vector<int32_t> prompt = parse_ids(f.prompt_ids, config.vocab_size);
+  if (f.max_tokens < 1) throw Error(ErrorKind::kInvalidArgument, "--max-tokens must be at least 1");
+
+  SamplingParams sp;
+  sp.temperature = f.temperature.value_or(static_cast<float>(config.generation.temperature));
+  sp.top_p = f.top_p.value_or(static_cast<float>(config.generation.top_p));
+  sp.top_k = f.top_k.value_or(config.generation.top_k);
+  sp.min_p = f.min_p.value_or(static_cast<float>(config.generation.min_p));
+  sp.repetition_penalty = f.repetition_penalty;
+  sp.presence_penalty = f.presence_penalty;
+  sp.frequency_penalty = f.frequency_penalty;
+  sp.seed = f.seed;
+  sp.num_top_logprobs = f.logprobs;
+  if (std::string e = sp.validate(config.vocab_size); !e.empty()) throw Error(ErrorKind::kInvalidArgument, e);
+
+  auto backend = create_backend(model, f.backend);
+  const int64_t total = static_cast<int64_t>(prompt.size()) + f.max_tokens;
+  if (total > backend->max_model_len())
+    throw Error(ErrorKind::kInvalidArgument, "prompt (" + std::to_string(prompt.size()) + " tokens) + --max-tokens (" +
+                                                 std::to_string(f.max_tokens) + ") = " + std::to_string(total) +
+                                                 " exceeds the context of " + std::to_string(backend->max_model_len()));
+  const KvCacheShape kv = backend->kv_cache();
+  const int64_t blocks = (total + kv.block_size - 1) / kv.block_size;
+  if (blocks > kv.num_blocks)
+    throw Error(ErrorKind::kOutOfMemory, "the sequence needs " + std::to_string(blocks) + " KV blocks, the cache has " +
+                                             std::to_string(kv.num_blocks));
+  std::vector<int32_t> block_table(static_cast<size_t>(blocks));
+  std::iota(block_table.begin(), block_table.end(), 0);
+
+  std::vector<int32_t> output;
+  std::vector<SampleResult> results;
+  std::string finish_reason = "length";
+  Batch batch;
+  batch.token_ids = prompt;
+  BatchSequence seq;
+  seq.num_tokens = static_cast<int32_t>(prompt.size());
+  seq.block_table = block_table;
+  seq.sample = true;
+  seq.sampling = &sp;
+  while (static_cast<int>(output.size()) < f.max_tokens) {
+    seq.history = {prompt, output};
+    seq.sample_step = output.size();
+    batch.sequences = {seq};
+    SampleResult r = backend->step(batch).at(0);
+    output.push_back(r.token);
+    results.push_back(r);
+    bool is_eos =
+        std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), r.token) != config.eos_token_ids.end();
+    if (is_eos && !f.ignore_eos) {
+      finish_reason = "stop";
+      break;
+    }
+    seq.num_cached += seq.num_tokens;
+    seq.num_tokens = 1;
+    batch.token_ids = {r.token};
+  }
+
+  if (f.json) {
+    nlohmann::json logprobs = nlohmann::json::array();
+    for (const auto& r : results) {
+      nlohmann::json ids = nlohmann::json::array(), lps = nlohmann::json::array();
+      for (const auto& t : r.top) {
+        ids.push_back(t.token);
+        lps.push_back(t.logprob);
+      }
+      logprobs.push_back({{"token", r.token}, {"logprob", r.logprob}, {"ids", ids}, {"logprobs", lps}});
+    }
+    nlohmann::json out = {
+        {"token_ids", output}, {"text", ""}, {"finish_reason", finish_reason}, {"logprobs", logprobs}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::string line;
+    for (size_t i = 0; i < output.size(); ++i) line += (i ? "," : "") + std::to_string(output[i]);
+    std::printf("%s\nfinish_reason: %s\n", line.c_str(), finish_reason.c_str());
+  }
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate tokens for one prompt");
+  add_model_flags(*cmd, f->model);
+  add_backend_flags(*cmd, f->backend);
+  cmd->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids");
+  cmd->add_option("--max-tokens", f->max_tokens, "Tokens to generate at most")->capture_default_str();
+  cmd->add_option("--temperature", f->temperature, "0 = greedy (default: the model's generation_config)");
+  cmd->add_option("--top-k", f->top_k, "Keep the k most likely tokens (0 = off)");
+  cmd->add_option("--top-p", f->top_p, "Nucleus sampling mass");
+  cmd->add_option("--min-p", f->min_p, "Drop tokens below min_p x the top probability");
+  cmd->add_option("--repetition-penalty", f->repetition_penalty, "HF repetition penalty (1 = off)");
+  cmd->add_option("--presence-penalty", f->presence_penalty, "OpenAI presence penalty");
+  cmd->add_option("--frequency-penalty", f->frequency_penalty, "OpenAI frequency penalty");
+  cmd->add_option("--seed", f->seed, "Sampling seed (same seed, same tokens)")->capture_default_str();
+  cmd->add_option("--logprobs", f->logprobs, "Return the top K logprobs per token")->capture_default_str();
+  cmd->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at end-of-sequence tokens");
+  cmd->add_flag("--json", f->json, "Print one JSON object");
+  cmd->callback([f] { run_generate(*f); });
+}
+
+}  // namespace qinfer::cli

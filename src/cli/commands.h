@@ -1,0 +1,15 @@
+// Each qinfer subcommand registers itself on the CLI11 app; main() only parses and dispatches.
+// A register function adds the subcommand, its flags and a callback that runs it. Callbacks throw qinfer::Error for
+// user errors; main() maps them to an exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace qinfer::cli {
+
+void register_generate(CLI::App& app);
+void register_make_test_model(CLI::App& app);
+void register_tokenize(CLI::App& app);
+void register_bench(CLI::App& app);
+
+}  // namespace qinfer::cli

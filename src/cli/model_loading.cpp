@@ -1,0 +1,60 @@
+#include "cli/model_loading.h"
+
+#include <chrono>
+
+#include "model/model_path.h"
+#include "model/test_model.h"
+#include "util/error.h"
+#include "util/json_file.h"
+#include "util/logging.h"
+#include "util/thread_pool.h"
+
+namespace qinfer::cli {
+
+void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
+  cmd.add_option("--model", flags.model, "Model directory or Hugging Face repo id (ORG/NAME) in the local HF cache");
+  cmd.add_option("--load-format", flags.load_format,
+                 "auto: read safetensors; dummy: deterministic random weights from --config or --preset")
+      ->check(CLI::IsMember({"auto", "dummy"}))
+      ->capture_default_str();
+  cmd.add_option("--preset", flags.preset,
+                 "With --load-format dummy: tiny | tiny-untied | 0.6b-shape | 4b-shape | 8b-shape");
+  cmd.add_option("--config", flags.config, "With --load-format dummy: a config.json");
+  cmd.add_option("--weight-seed", flags.seed, "With --load-format dummy: weight seed")->capture_default_str();
+}
+
+void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
+  cmd.add_option("--device", o.device, "auto | cpu | cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  cmd.add_option("--max-model-len", o.max_model_len, "Context length (0: the model's)")->capture_default_str();
+  cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization, "Fraction of GPU memory to use")
+      ->check(CLI::Range(0.05, 0.99))
+      ->capture_default_str();
+  cmd.add_option("--block-size", o.block_size, "Tokens per KV-cache block")->capture_default_str();
+  cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
+}
+
+std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags) {
+  auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<const LoadedModel> model;
+  if (flags.load_format == "dummy") {
+    if (flags.preset.empty() == flags.config.empty())
+      throw Error(ErrorKind::kInvalidArgument, "--load-format dummy needs exactly one of --preset or --config");
+    ModelConfig config = flags.preset.empty() ? parse_model_config(read_json_file(flags.config), flags.config)
+                                              : test_model_preset(flags.preset);
+    ThreadPool pool(0);
+    model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool));
+  } else {
+    if (flags.model.empty()) throw Error(ErrorKind::kInvalidArgument, "--model is required (or --load-format dummy)");
+    model = std::make_shared<LoadedModel>(load_model(resolve_model_dir(flags.model)));
+  }
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const ModelConfig& c = model->config;
+  spdlog::info("model loaded in {:.0f} ms: {} layers, hidden {}, {} q / {} kv heads of {}, vocab {}, {:.2f} B params",
+               ms, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size,
+               static_cast<double>(c.num_parameters()) / 1e9);
+  return model;
+}
+
+}  // namespace qinfer::cli

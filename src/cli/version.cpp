@@ -1,0 +1,13 @@
+#include "cli/version.h"
+
+namespace qinfer::cli {
+
+std::string version_string() {
+  std::string s = "qinfer " QINFER_VERSION " (backends: cpu";
+#ifdef QINFER_CUDA_ARCHS
+  s += " cuda(" QINFER_CUDA_ARCHS ")";
+#endif
+  return s + ")";
+}
+
+}  // namespace qinfer::cli

@@ -1,0 +1,316 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "util/error.h"
+#include "util/logging.h"
+
+namespace qinfer {
+namespace {
+
+SchedulerOptions scheduler_options(const EngineOptions& options, int32_t max_model_len, const ModelConfig& config) {
+  SchedulerOptions result;
+  result.max_num_seqs = options.max_num_seqs;
+  result.max_num_batched_tokens = options.max_num_batched_tokens;
+  result.max_model_len = max_model_len;
+  result.enable_chunked_prefill = options.enable_chunked_prefill;
+  result.policy = options.policy;
+  result.eos_token_ids = options.eos_token_ids.value_or(config.eos_token_ids);
+  return result;
+}
+
+int32_t resolve_max_model_len(const EngineOptions& options, const Backend& backend) {
+  int32_t backend_limit = backend.max_model_len();
+  if (options.max_model_len < 0 || options.max_model_len > backend_limit)
+    throw Error(ErrorKind::kInvalidArgument, "max_model_len must be in [1, " + std::to_string(backend_limit) +
+                                                 "] (the backend's limit), got " +
+                                                 std::to_string(options.max_model_len));
+  return options.max_model_len == 0 ? backend_limit : options.max_model_len;
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone:
+      return "";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kDeadline:
+      return "deadline";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "";
+}
+
+Engine::Engine(Backend& backend, EngineOptions options)
+    : backend_(backend),
+      options_(std::move(options)),
+      limits_{backend.config().vocab_size,
+              resolve_max_model_len(options_, backend),
+              backend.kv_cache().block_size,
+              static_cast<int32_t>(backend.kv_cache().num_blocks),
+              options_.max_n,
+              static_cast<bool>(options_.make_text_decoder)},
+      blocks_(limits_.num_blocks, limits_.block_size, options_.enable_prefix_caching),
+      scheduler_(scheduler_options(options_, limits_.max_model_len, backend.config()), blocks_),
+      seed_source_(std::random_device{}()) {
+  int64_t blocks_per_seq = blocks_.blocks_for_tokens(limits_.max_model_len);
+  if (blocks_per_seq > limits_.num_blocks)
+    throw Error(ErrorKind::kInvalidArgument,
+                "max_model_len " + std::to_string(limits_.max_model_len) + " needs " + std::to_string(blocks_per_seq) +
+                    " KV blocks for one sequence but the cache has " + std::to_string(limits_.num_blocks) +
+                    "; lower --max-model-len or give the KV cache more memory");
+  if (options_.max_num_batched_tokens < options_.max_num_seqs)
+    throw Error(ErrorKind::kInvalidArgument,
+                "max_num_batched_tokens (" + std::to_string(options_.max_num_batched_tokens) +
+                    ") must be at least max_num_seqs (" + std::to_string(options_.max_num_seqs) + ")");
+  if (!options_.enable_chunked_prefill && options_.max_num_batched_tokens < limits_.max_model_len)
+    throw Error(ErrorKind::kInvalidArgument,
+                "without chunked prefill, max_num_batched_tokens (" + std::to_string(options_.max_num_batched_tokens) +
+                    ") must be at least max_model_len (" + std::to_string(limits_.max_model_len) + ")");
+  if (options_.max_n < 1) throw Error(ErrorKind::kInvalidArgument, "max_n must be at least 1");
+  publish_stats();
+}
+
+Engine::~Engine() {
+  stop();
+  take_intake();
+  for (auto& [id, request] : requests_) end_request(*request, FinishReason::kAbort, "");
+}
+
+RequestHandle Engine::submit(GenerationRequest request) {
+  int32_t max_tokens = validate_request(request, limits_);
+  auto state = std::make_unique<RequestState>();
+  state->logprobs = request.logprobs;
+  state->deadline = request.deadline;
+  state->on_output = std::move(request.on_output);
+  RequestHandle handle;
+  std::lock_guard lock(intake_mutex_);
+  state->id = handle.id = next_request_id_++;
+  state->stream = handle.stream = std::make_shared<RequestStream>(handle.id);
+  uint64_t base_seed = request.seed ? *request.seed : seed_source_();
+  for (int32_t i = 0; i < request.n; ++i) {
+    auto seq = std::make_unique<Sequence>();
+    seq->id = next_sequence_id_++;
+    seq->request_id = handle.id;
+    seq->sample_index = i;
+    seq->priority = request.priority;
+    seq->tokens = request.prompt;
+    seq->num_prompt_tokens = static_cast<int32_t>(request.prompt.size());
+    seq->sampling = request.sampling;
+    seq->sampling.seed = base_seed + static_cast<uint64_t>(i);
+    seq->max_tokens = max_tokens;
+    seq->ignore_eos = request.ignore_eos;
+    seq->stop_token_ids = request.stop_token_ids;
+    seq->deadline = request.deadline;
+    if (i > 0) seq->fork_parent = state->samples[0].seq.get();
+    SampleState sample;
+    sample.seq = std::move(seq);
+    if (options_.make_text_decoder) sample.decoder = options_.make_text_decoder();
+    if (!request.stop.empty()) sample.stops.emplace(request.stop);
+    state->samples.push_back(std::move(sample));
+  }
+  submitted_.push_back(std::move(state));
+  intake_ready_.notify_one();
+  return handle;
+}
+
+void Engine::abort(uint64_t request_id) {
+  std::lock_guard lock(intake_mutex_);
+  aborted_.push_back(request_id);
+  intake_ready_.notify_one();
+}
+
+void Engine::start() {
+  QINFER_CHECK(!thread_.joinable(), "engine already started");
+  {
+    std::lock_guard lock(intake_mutex_);
+    stopping_ = false;
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard lock(intake_mutex_);
+    stopping_ = true;
+  }
+  intake_ready_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Engine::loop() {
+  while (true) {
+    {
+      std::unique_lock lock(intake_mutex_);
+      intake_ready_.wait(lock, [&] { return stopping_ || !submitted_.empty() || !aborted_.empty() || has_work(); });
+      if (stopping_) return;
+    }
+    if (!step() && has_work()) {
+      // Work exists but none could be scheduled (cannot happen for validated requests); do not spin.
+      std::unique_lock lock(intake_mutex_);
+      intake_ready_.wait_for(lock, std::chrono::milliseconds(1));
+    }
+  }
+}
+
+bool Engine::has_work() const { return scheduler_.has_work(); }
+
+bool Engine::step() {
+  take_intake();
+  expire_deadlines();
+  bool ran = false;
+  if (scheduler_.has_work()) {
+    const Batch& batch = scheduler_.schedule();
+    if (!batch.sequences.empty()) {
+      ran = true;
+      updates_.clear();
+      try {
+        std::vector<SampleResult> results = backend_.step(batch);
+        scheduler_.postprocess(results, updates_);
+      } catch (const std::exception& e) {
+        spdlog::error("engine: batch of {} sequences failed: {}", batch.sequences.size(), e.what());
+        fail_batch(e.what());
+        updates_.clear();
+      }
+      for (const SequenceUpdate& update : updates_) emit(update);
+    }
+  }
+  release_completed();
+  publish_stats();
+  return ran;
+}
+
+void Engine::take_intake() {
+  std::vector<std::unique_ptr<RequestState>> submitted;
+  std::vector<uint64_t> aborted;
+  {
+    std::lock_guard lock(intake_mutex_);
+    submitted.swap(submitted_);
+    aborted.swap(aborted_);
+  }
+  for (auto& request : submitted) {
+    for (SampleState& sample : request->samples) scheduler_.add(sample.seq.get());
+    uint64_t id = request->id;
+    requests_.emplace(id, std::move(request));
+  }
+  for (uint64_t id : aborted) {
+    auto it = requests_.find(id);
+    if (it != requests_.end()) end_request(*it->second, FinishReason::kAbort, "");
+  }
+}
+
+void Engine::expire_deadlines() {
+  Clock::time_point now = Clock::now();
+  for (auto& [id, request] : requests_)
+    if (request->deadline && now >= *request->deadline &&
+        request->num_finished < static_cast<int32_t>(request->samples.size()))
+      end_request(*request, FinishReason::kDeadline, "");
+}
+
+void Engine::emit(const SequenceUpdate& update) {
+  RequestState& request = *requests_.at(update.seq->request_id);
+  SampleState& sample = request.samples[static_cast<size_t>(update.seq->sample_index)];
+  StreamDelta delta;
+  delta.index = update.seq->sample_index;
+  delta.token_ids.push_back(update.token);
+  if (request.logprobs) delta.logprobs.push_back({update.token, update.logprob, update.top});
+  FinishReason finish = update.finish_reason;
+  if (sample.decoder) {
+    try {
+      std::string text = sample.decoder->push(update.token);
+      if (finish != FinishReason::kNone) text += sample.decoder->flush();
+      if (sample.stops) {
+        StopStringMatcher::Result matched = sample.stops->push(text);
+        text = std::move(matched.text);
+        if (matched.stopped && finish == FinishReason::kNone) {
+          scheduler_.finish(update.seq, FinishReason::kStop);
+          finish = FinishReason::kStop;
+        } else if (!matched.stopped && finish != FinishReason::kNone) {
+          text += sample.stops->flush();
+        }
+      }
+      delta.text = std::move(text);
+    } catch (const std::exception& e) {
+      scheduler_.finish(update.seq, FinishReason::kError);
+      finish = FinishReason::kError;
+      delta.error = std::string("detokenizer failed: ") + e.what();
+    }
+  }
+  delta.finish_reason = finish;
+  if (finish != FinishReason::kNone) {
+    sample.finish_sent = true;
+    ++request.num_finished;
+  }
+  send(request, std::move(delta));
+}
+
+void Engine::end_request(RequestState& request, FinishReason reason, const std::string& error) {
+  for (SampleState& sample : request.samples) {
+    if (sample.finish_sent) continue;
+    scheduler_.finish(sample.seq.get(), reason);
+    sample.finish_sent = true;
+    ++request.num_finished;
+    StreamDelta delta;
+    delta.index = sample.seq->sample_index;
+    delta.finish_reason = reason;
+    delta.error = error;
+    send(request, std::move(delta));
+  }
+}
+
+void Engine::send(RequestState& request, StreamDelta delta) {
+  bool complete = request.num_finished == static_cast<int32_t>(request.samples.size());
+  if (complete) {
+    Usage usage;
+    usage.prompt_tokens = request.samples[0].seq->num_prompt_tokens;
+    for (const SampleState& sample : request.samples) usage.completion_tokens += sample.seq->num_output_tokens();
+    usage.cached_tokens = request.samples[0].seq->num_cached_prompt_tokens;
+    request.stream->set_usage(usage);
+  }
+  request.stream->push(std::move(delta));
+  if (complete) {
+    request.stream->close();
+    completed_.push_back(request.id);
+  }
+  if (request.on_output) request.on_output();
+}
+
+void Engine::fail_batch(const std::string& error) {
+  for (Sequence* seq : scheduler_.last_batch_sequences()) {
+    auto it = requests_.find(seq->request_id);
+    if (it != requests_.end()) end_request(*it->second, FinishReason::kError, "backend failed: " + error);
+  }
+}
+
+void Engine::release_completed() {
+  for (uint64_t id : completed_) finished_requests_ += requests_.erase(id);
+  completed_.clear();
+}
+
+void Engine::publish_stats() {
+  EngineStats stats;
+  stats.scheduler = scheduler_.stats();
+  stats.blocks = blocks_.stats();
+  stats.num_running = scheduler_.num_running();
+  stats.num_waiting = scheduler_.num_waiting();
+  stats.num_free_blocks = blocks_.num_free_blocks();
+  stats.num_blocks = blocks_.num_blocks();
+  stats.finished_requests = finished_requests_;
+  std::lock_guard lock(stats_mutex_);
+  stats_ = stats;
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(stats_mutex_);
+  return stats_;
+}
+
+}  // namespace qinfer

@@ -1,0 +1,137 @@
+// The engine: requests in, streamed tokens out. One step = scheduler.schedule() -> backend.step(batch) ->
+// scheduler.postprocess() -> per-sample output processing (text, stop strings, logprobs) -> request streams.
+//
+// Threading: submit(), abort() and stats() are thread-safe and never wait for a step. The loop runs on the engine's
+// own thread after start(); tests and offline tools may instead call step() themselves (never both). Streams are
+// filled by the engine thread and read by any thread (RequestStream).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/block_manager.h"
+#include "engine/request.h"
+#include "engine/request_validation.h"
+#include "engine/scheduler.h"
+#include "engine/stop_strings.h"
+#include "engine/text_decoder.h"
+
+namespace qinfer {
+
+struct EngineOptions {
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 8192;
+  int32_t max_model_len = 0;  // 0: the backend's
+  bool enable_prefix_caching = true;
+  bool enable_chunked_prefill = true;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  int32_t max_n = 64;
+  std::optional<std::vector<int32_t>> eos_token_ids;  // absent: the model's
+  TextDecoderFactory make_text_decoder;               // absent: token ids only
+};
+
+struct RequestHandle {
+  uint64_t id = 0;
+  std::shared_ptr<RequestStream> stream;
+};
+
+struct EngineStats {
+  SchedulerStats scheduler;
+  BlockManagerStats blocks;
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int32_t num_free_blocks = 0;
+  int32_t num_blocks = 0;
+  uint64_t finished_requests = 0;
+};
+
+class Engine {
+ public:
+  // `backend` must outlive the engine. Throws Error(kInvalidArgument) for limits that cannot work together.
+  Engine(Backend& backend, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues a request; throws Error(kInvalidArgument) with a message naming the field.
+  RequestHandle submit(GenerationRequest request);
+  // Ends the request within one step: its blocks are freed and its stream gets finish reason "abort".
+  // Unknown or finished ids are ignored.
+  void abort(uint64_t request_id);
+
+  void start();  // runs the loop on the engine thread
+  void stop();   // stops the loop; requests still in flight are aborted
+
+  // One iteration without the thread: takes queued submits/aborts, runs one batch. False when nothing ran.
+  bool step();
+  bool has_work() const;  // engine thread (or the step() caller) only
+
+  EngineStats stats() const;
+  int32_t max_model_len() const { return limits_.max_model_len; }
+  const BlockManager& block_manager() const { return blocks_; }  // engine thread only
+
+ private:
+  struct SampleState {
+    std::unique_ptr<Sequence> seq;
+    std::unique_ptr<TextDecoder> decoder;
+    std::optional<StopStringMatcher> stops;
+    bool finish_sent = false;
+  };
+  struct RequestState {
+    uint64_t id = 0;
+    std::shared_ptr<RequestStream> stream;
+    std::vector<SampleState> samples;
+    bool logprobs = false;
+    std::optional<Clock::time_point> deadline;
+    std::function<void()> on_output;
+    int32_t num_finished = 0;
+  };
+
+  void loop();
+  void take_intake();
+  void expire_deadlines();
+  void emit(const SequenceUpdate& update);
+  void end_request(RequestState& request, FinishReason reason, const std::string& error);
+  void send(RequestState& request, StreamDelta delta);
+  void fail_batch(const std::string& error);
+  void release_completed();
+  void publish_stats();
+
+  Backend& backend_;
+  EngineOptions options_;
+  RequestLimits limits_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+
+  // Engine-thread state.
+  std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
+  std::vector<uint64_t> completed_;
+  std::vector<SequenceUpdate> updates_;
+  uint64_t finished_requests_ = 0;
+
+  // Shared with submitting threads.
+  std::mutex intake_mutex_;
+  std::condition_variable intake_ready_;
+  std::vector<std::unique_ptr<RequestState>> submitted_;
+  std::vector<uint64_t> aborted_;
+  uint64_t next_request_id_ = 1;
+  uint64_t next_sequence_id_ = 1;
+  std::mt19937_64 seed_source_;
+  bool stopping_ = false;
+
+  mutable std::mutex stats_mutex_;
+  EngineStats stats_;
+
+  std::thread thread_;
+};
+
+}  // namespace qinfer

@@ -1,0 +1,62 @@
+#include "engine/request_validation.h"
+
+#include <string>
+
+#include "util/error.h"
+
+namespace qinfer {
+namespace {
+
+[[noreturn]] void refuse(const std::string& message) { throw Error(ErrorKind::kInvalidArgument, message); }
+
+constexpr size_t kMaxStopStrings = 16;
+constexpr size_t kMaxStopStringBytes = 256;
+
+}  // namespace
+
+int64_t blocks_for_samples(int64_t prompt_tokens, int64_t total_tokens, int64_t n, int32_t block_size) {
+  int64_t shared = (prompt_tokens - 1) / block_size;  // full prompt blocks, minus the one holding the last token
+  int64_t per_sample = (total_tokens + block_size - 1) / block_size - shared;
+  return shared + n * per_sample;
+}
+
+int32_t validate_request(const GenerationRequest& request, const RequestLimits& limits) {
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt.size());
+  if (prompt_len == 0) refuse("prompt is empty: at least one token is needed");
+  for (size_t i = 0; i < request.prompt.size(); ++i)
+    if (request.prompt[i] < 0 || request.prompt[i] >= limits.vocab_size)
+      refuse("prompt token " + std::to_string(i) + " has id " + std::to_string(request.prompt[i]) +
+             ", outside the vocabulary [0, " + std::to_string(limits.vocab_size) + ")");
+  if (prompt_len >= limits.max_model_len)
+    refuse("prompt has " + std::to_string(prompt_len) + " tokens; max_model_len is " +
+           std::to_string(limits.max_model_len) + ", which leaves no room to generate");
+  int64_t room = limits.max_model_len - prompt_len;
+  if (request.max_tokens && (*request.max_tokens < 1 || *request.max_tokens > room))
+    refuse("max_tokens must be in [1, " + std::to_string(room) + "] (max_model_len " +
+           std::to_string(limits.max_model_len) + " minus " + std::to_string(prompt_len) + " prompt tokens), got " +
+           std::to_string(*request.max_tokens));
+  int32_t max_tokens = request.max_tokens ? *request.max_tokens : static_cast<int32_t>(room);
+  if (request.n < 1 || request.n > limits.max_n)
+    refuse("n must be in [1, " + std::to_string(limits.max_n) + "], got " + std::to_string(request.n));
+  if (std::string problem = request.sampling.validate(limits.vocab_size); !problem.empty()) refuse(problem);
+  for (int32_t id : request.stop_token_ids)
+    if (id < 0 || id >= limits.vocab_size)
+      refuse("stop_token_ids contains " + std::to_string(id) + ", outside the vocabulary [0, " +
+             std::to_string(limits.vocab_size) + ")");
+  if (!request.stop.empty() && !limits.has_text_decoder)
+    refuse("stop strings need a tokenizer; this engine runs without one");
+  if (request.stop.size() > kMaxStopStrings)
+    refuse("at most " + std::to_string(kMaxStopStrings) + " stop strings, got " + std::to_string(request.stop.size()));
+  for (const std::string& stop : request.stop)
+    if (stop.empty() || stop.size() > kMaxStopStringBytes)
+      refuse("each stop string must have 1 to " + std::to_string(kMaxStopStringBytes) + " bytes, got " +
+             std::to_string(stop.size()));
+  int64_t needed = blocks_for_samples(prompt_len, prompt_len + max_tokens, request.n, limits.block_size);
+  if (needed > limits.num_blocks)
+    refuse("n = " + std::to_string(request.n) + " samples of up to " + std::to_string(prompt_len + max_tokens) +
+           " tokens need " + std::to_string(needed) + " KV blocks at once; the cache has " +
+           std::to_string(limits.num_blocks) + " (lower n or max_tokens)");
+  return max_tokens;
+}
+
+}  // namespace qinfer

@@ -1,0 +1,226 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "util/error.h"
+
+namespace qinfer {
+
+SchedulingPolicy parse_scheduling_policy(const std::string& name) {
+  if (name == "fcfs") return SchedulingPolicy::kFcfs;
+  if (name == "priority") return SchedulingPolicy::kPriority;
+  if (name == "lpm") return SchedulingPolicy::kLpm;
+  throw Error(ErrorKind::kInvalidArgument, "--scheduling-policy must be fcfs, priority or lpm, got '" + name + "'");
+}
+
+Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks) : options_(std::move(options)), blocks_(blocks) {
+  if (options_.max_num_seqs <= 0 || options_.max_num_batched_tokens <= 0 || options_.max_model_len <= 0)
+    throw Error(ErrorKind::kInvalidArgument, "scheduler limits must be positive: max_num_seqs " +
+                                                 std::to_string(options_.max_num_seqs) + ", max_num_batched_tokens " +
+                                                 std::to_string(options_.max_num_batched_tokens) + ", max_model_len " +
+                                                 std::to_string(options_.max_model_len));
+}
+
+void Scheduler::add(Sequence* seq) {
+  QINFER_CHECK(seq->status == SequenceStatus::kWaiting && seq->block_table.empty());
+  insert_waiting(seq);
+}
+
+const Batch& Scheduler::schedule() {
+  ++step_counter_;
+  scheduled_.clear();
+  int32_t budget = options_.max_num_batched_tokens;
+  bool preempted = false;
+  // Snapshot: preemption removes entries from running_ while we walk it.
+  std::vector<Sequence*> running = running_;
+  auto remaining = [](const Sequence* seq) { return seq->num_tokens() - seq->num_computed; };
+  for (Sequence* seq : running)
+    if (seq->status == SequenceStatus::kRunning && remaining(seq) == 1) schedule_running(seq, budget, preempted);
+  for (Sequence* seq : running)
+    if (seq->status == SequenceStatus::kRunning && seq->scheduled_in_step != step_counter_ && remaining(seq) > 1)
+      schedule_running(seq, budget, preempted);
+  // Admitting new work right after preempting would only thrash the cache.
+  if (!preempted) admit_waiting(budget);
+  build_batch();
+  return batch_;
+}
+
+bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted) {
+  int32_t num_new = seq->num_tokens() - seq->num_computed;
+  if (budget <= 0 || (!options_.enable_chunked_prefill && num_new > budget)) return false;
+  num_new = std::min(num_new, budget);
+  while (!blocks_.can_append_slots(*seq, num_new)) {
+    Sequence* victim = pick_victim(seq);
+    preempt(victim);
+    preempted = true;
+    if (victim == seq) return false;
+  }
+  blocks_.append_slots(*seq, num_new);
+  seq->scheduled_in_step = step_counter_;
+  scheduled_.push_back({seq, num_new});
+  budget -= num_new;
+  return true;
+}
+
+Sequence* Scheduler::pick_victim(const Sequence* requester) const {
+  // The lowest-ranked running sequence not yet scheduled in this step; the requester itself when it ranks lowest.
+  auto rank = [&](const Sequence* seq) {
+    int32_t priority = options_.policy == SchedulingPolicy::kPriority ? seq->priority : 0;
+    return std::make_tuple(priority, seq->id);
+  };
+  Sequence* victim = const_cast<Sequence*>(requester);
+  for (Sequence* seq : running_)
+    if (seq->scheduled_in_step != step_counter_ && rank(seq) > rank(victim)) victim = seq;
+  return victim;
+}
+
+void Scheduler::preempt(Sequence* victim) {
+  blocks_.free(*victim);
+  remove_from(running_, victim);
+  victim->status = SequenceStatus::kWaiting;
+  ++victim->num_preemptions;
+  ++stats_.preemptions;
+  insert_waiting(victim);
+}
+
+bool Scheduler::fork_gate_open(const Sequence& seq) const {
+  if (seq.fork_parent == nullptr || seq.admitted_before) return true;
+  return seq.fork_parent->finished() || seq.fork_parent->num_output_tokens() > 0;
+}
+
+std::vector<Sequence*> Scheduler::waiting_in_policy_order() const {
+  std::vector<Sequence*> order = waiting_;
+  if (options_.policy != SchedulingPolicy::kLpm) return order;
+  std::vector<std::pair<size_t, Sequence*>> keyed;
+  keyed.reserve(order.size());
+  for (Sequence* seq : order) {
+    blocks_.update_block_hashes(*seq);
+    keyed.emplace_back(blocks_.match_prefix(*seq).blocks.size(), seq);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  return order;
+}
+
+void Scheduler::admit_waiting(int32_t& budget) {
+  if (waiting_.empty()) return;
+  bool admitted_any = false;
+  for (Sequence* seq : waiting_in_policy_order()) {
+    if (num_running() >= options_.max_num_seqs || budget <= 0) break;
+    if (!fork_gate_open(*seq)) continue;
+    blocks_.update_block_hashes(*seq);
+    const Sequence* parent = seq->fork_parent;
+    bool can_fork = parent != nullptr && parent->status == SequenceStatus::kRunning &&
+                    parent->num_computed >= parent->num_prompt_tokens;
+    PrefixMatch match = can_fork ? blocks_.match_fork(*parent, *seq) : blocks_.match_prefix(*seq);
+    int32_t num_new = seq->num_tokens() - match.num_tokens(blocks_.block_size());
+    if (!options_.enable_chunked_prefill && num_new > budget) break;
+    num_new = std::min(num_new, budget);
+    if (!blocks_.can_allocate(*seq, match, num_new)) break;
+    blocks_.allocate(*seq, match, num_new);
+    if (!seq->admitted_before) {
+      seq->num_cached_prompt_tokens = std::min(seq->num_computed, seq->num_prompt_tokens);
+      seq->admitted_before = true;
+    }
+    seq->status = SequenceStatus::kRunning;
+    seq->scheduled_in_step = step_counter_;
+    running_.push_back(seq);
+    scheduled_.push_back({seq, num_new});
+    budget -= num_new;
+    admitted_any = true;
+  }
+  if (admitted_any)
+    std::erase_if(waiting_, [](const Sequence* seq) { return seq->status != SequenceStatus::kWaiting; });
+}
+
+void Scheduler::build_batch() {
+  batch_.token_ids.clear();
+  batch_.sequences.clear();
+  for (const Scheduled& item : scheduled_) {
+    const Sequence& seq = *item.seq;
+    BatchSequence entry;
+    entry.num_tokens = item.num_new_tokens;
+    entry.num_cached = seq.num_computed;
+    entry.block_table = seq.block_table;
+    entry.sample = seq.num_computed + item.num_new_tokens == seq.num_tokens();
+    entry.sampling = &seq.sampling;
+    entry.history = TokenHistory{seq.prompt(), seq.output()};
+    entry.sample_step = static_cast<uint64_t>(seq.num_output_tokens());
+    batch_.sequences.push_back(entry);
+    auto first = seq.tokens.begin() + seq.num_computed;
+    batch_.token_ids.insert(batch_.token_ids.end(), first, first + item.num_new_tokens);
+  }
+  if (!scheduled_.empty()) {
+    ++stats_.steps;
+    stats_.scheduled_sequences += scheduled_.size();
+    stats_.scheduled_tokens += batch_.token_ids.size();
+  }
+}
+
+std::vector<Sequence*> Scheduler::last_batch_sequences() const {
+  std::vector<Sequence*> sequences;
+  for (const Scheduled& item : scheduled_) sequences.push_back(item.seq);
+  return sequences;
+}
+
+void Scheduler::postprocess(std::span<const SampleResult> results, std::vector<SequenceUpdate>& updates) {
+  size_t num_sampling = 0;
+  for (const Scheduled& item : scheduled_)
+    if (item.seq->num_computed + item.num_new_tokens == item.seq->num_tokens()) ++num_sampling;
+  if (num_sampling != results.size())
+    throw Error(ErrorKind::kInternal, "backend returned " + std::to_string(results.size()) + " results for " +
+                                          std::to_string(num_sampling) + " sampling sequences");
+  size_t next_result = 0;
+  for (const Scheduled& item : scheduled_) {
+    Sequence* seq = item.seq;
+    seq->num_computed += item.num_new_tokens;
+    blocks_.register_computed_blocks(*seq);
+    if (seq->num_computed != seq->num_tokens()) continue;
+    const SampleResult& result = results[next_result++];
+    seq->tokens.push_back(result.token);
+    SequenceUpdate update{seq, result.token, result.logprob, result.top, stop_reason(*seq, result.token)};
+    if (update.finish_reason != FinishReason::kNone) finish(seq, update.finish_reason);
+    updates.push_back(std::move(update));
+  }
+  scheduled_.clear();
+}
+
+FinishReason Scheduler::stop_reason(const Sequence& seq, int32_t token) const {
+  auto contains = [](const std::vector<int32_t>& ids, int32_t id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  if (contains(seq.stop_token_ids, token)) return FinishReason::kStop;
+  if (!seq.ignore_eos && contains(options_.eos_token_ids, token)) return FinishReason::kStop;
+  if (seq.num_output_tokens() >= seq.max_tokens || seq.num_tokens() >= options_.max_model_len)
+    return FinishReason::kLength;
+  return FinishReason::kNone;
+}
+
+void Scheduler::finish(Sequence* seq, FinishReason reason) {
+  if (seq->finished()) return;
+  if (seq->status == SequenceStatus::kRunning) {
+    blocks_.free(*seq);
+    remove_from(running_, seq);
+  } else {
+    remove_from(waiting_, seq);
+  }
+  seq->status = SequenceStatus::kFinished;
+  seq->finish_reason = reason;
+}
+
+void Scheduler::insert_waiting(Sequence* seq) {
+  auto before = [&](const Sequence* a, const Sequence* b) {
+    if (options_.policy == SchedulingPolicy::kPriority && a->priority != b->priority) return a->priority < b->priority;
+    return a->id < b->id;
+  };
+  waiting_.insert(std::upper_bound(waiting_.begin(), waiting_.end(), seq, before), seq);
+}
+
+void Scheduler::remove_from(std::vector<Sequence*>& queue, Sequence* seq) {
+  auto it = std::find(queue.begin(), queue.end(), seq);
+  QINFER_CHECK(it != queue.end(), "sequence not in the queue it should be in");
+  queue.erase(it);
+}
+
+}  // namespace qinfer

@@ -1,0 +1,115 @@
+// Continuous batching: each step picks which sequences run and how many of their tokens, within a token budget.
+//
+// Order of a step: running sequences that decode (one token each) first, then running sequences still in their
+// prompt (chunked prefill), then waiting sequences in policy order while the budget, max_num_seqs and free blocks
+// allow. When a running sequence needs a block and none is free, the lowest-ranked running sequence not yet
+// scheduled in this step is preempted: its blocks are released and it goes back to waiting to be recomputed later
+// (prompt plus generated tokens, usually hitting the prefix cache). Nothing is ever dropped.
+//
+// Contract: single-threaded (the engine thread). Sequences are owned by the caller and must outlive their stay here.
+// The Batch returned by schedule() points into the sequences and stays valid until the next call that mutates them
+// (postprocess, add, finish).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/block_manager.h"
+#include "engine/sequence.h"
+
+namespace qinfer {
+
+enum class SchedulingPolicy {
+  kFcfs,      // arrival order
+  kPriority,  // lower Sequence::priority first, then arrival
+  kLpm,       // longest prefix-cache match first, then arrival
+};
+
+// "fcfs" | "priority" | "lpm"; throws Error(kInvalidArgument) otherwise.
+SchedulingPolicy parse_scheduling_policy(const std::string& name);
+
+struct SchedulerOptions {
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 8192;  // tokens per step
+  int32_t max_model_len = 0;              // a sequence stops (length) when it reaches this many tokens
+  bool enable_chunked_prefill = true;     // off: a prompt is admitted only when it fits the budget whole
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  std::vector<int32_t> eos_token_ids;
+};
+
+// What one step did to one sequence that produced a token.
+struct SequenceUpdate {
+  Sequence* seq = nullptr;
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;
+  FinishReason finish_reason = FinishReason::kNone;  // set when this token finished the sequence
+};
+
+struct SchedulerStats {
+  uint64_t steps = 0;
+  uint64_t scheduled_sequences = 0;  // summed over steps: mean batch size = scheduled_sequences / steps
+  uint64_t scheduled_tokens = 0;
+  uint64_t preemptions = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(SchedulerOptions options, BlockManager& blocks);
+
+  const SchedulerOptions& options() const { return options_; }
+  const SchedulerStats& stats() const { return stats_; }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  bool has_work() const { return !waiting_.empty() || !running_.empty(); }
+  std::span<Sequence* const> running() const { return running_; }
+  std::span<Sequence* const> waiting() const { return waiting_; }
+
+  // Queues a new sequence (status waiting, no blocks).
+  void add(Sequence* seq);
+
+  // Picks the next batch. Empty (no sequences) when nothing can run.
+  const Batch& schedule();
+
+  // Applies the backend's results (one per sampling sequence, in batch order) to the sequences of the last batch:
+  // advances num_computed, appends sampled tokens, applies stop conditions. Finished sequences release their blocks
+  // and leave the scheduler. Appends one update per produced token to `updates`.
+  void postprocess(std::span<const SampleResult> results, std::vector<SequenceUpdate>& updates);
+
+  // Sequences of the last batch, for failing them when the backend throws.
+  std::vector<Sequence*> last_batch_sequences() const;
+
+  // Ends a waiting or running sequence (abort, deadline, stop string, error): releases its blocks at once.
+  void finish(Sequence* seq, FinishReason reason);
+
+ private:
+  struct Scheduled {
+    Sequence* seq;
+    int32_t num_new_tokens;
+  };
+
+  bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted);
+  void admit_waiting(int32_t& budget);
+  std::vector<Sequence*> waiting_in_policy_order() const;
+  bool fork_gate_open(const Sequence& seq) const;
+  Sequence* pick_victim(const Sequence* requester) const;
+  void preempt(Sequence* victim);
+  void insert_waiting(Sequence* seq);
+  void remove_from(std::vector<Sequence*>& queue, Sequence* seq);
+  FinishReason stop_reason(const Sequence& seq, int32_t token) const;
+  void build_batch();
+
+  SchedulerOptions options_;
+  BlockManager& blocks_;
+  std::vector<Sequence*> waiting_;  // fcfs/lpm: by id; priority: by (priority, id)
+  std::vector<Sequence*> running_;  // admission order
+  std::vector<Scheduled> scheduled_;
+  Batch batch_;
+  SchedulerStats stats_;
+  uint64_t step_counter_ = 0;
+};
+
+}  // namespace qinfer

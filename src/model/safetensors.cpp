@@ -94,7 +94,7 @@ std::map<std::string, SafetensorsEntry> parse_safetensors(std::span<const std::b
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(header_begin, header_begin + header_len);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     format_error(source, std::string("invalid JSON header: ") + e.what());
   }
   if (!header.is_object()) format_error(source, "header is not a JSON object");

@@ -17,7 +17,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   buffer << in.rdbuf();
   try {
     return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kFormat, path.string() + ": invalid JSON: " + e.what());
   }
 }

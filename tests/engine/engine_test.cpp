@@ -1,0 +1,349 @@
+// The engine over the fake backend: streams, usage, n samples, stop strings, aborts, deadlines, refusals, failures.
+// Expected tokens come from fake_reference_generate, which computes them without any cache or batching.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <thread>
+
+#include "fake_backend.h"
+#include "util/error.h"
+
+namespace qinfer::testing {
+namespace {
+
+// Text of a fake token: one or two letters, so that stop strings cross token boundaries.
+std::string fake_piece(int32_t token) {
+  std::string piece(1, static_cast<char>('a' + token % 26));
+  if (token % 3 == 0) piece += static_cast<char>('a' + (token / 26) % 26);
+  return piece;
+}
+
+class FakeTextDecoder final : public TextDecoder {
+ public:
+  std::string push(int32_t token) override { return fake_piece(token); }
+  std::string flush() override { return {}; }
+};
+
+FakeModelSpec fake_model() {
+  FakeModelSpec spec;
+  spec.vocab_size = 512;
+  spec.num_blocks = 64;
+  spec.block_size = 4;
+  spec.max_model_len = 128;
+  return spec;
+}
+
+EngineOptions engine_options(bool with_text = false) {
+  EngineOptions options;
+  options.max_num_seqs = 8;
+  options.max_num_batched_tokens = 32;
+  if (with_text) options.make_text_decoder = [] { return std::make_unique<FakeTextDecoder>(); };
+  return options;
+}
+
+std::vector<int32_t> tokens_from(int32_t first, int32_t count) {
+  std::vector<int32_t> tokens(static_cast<size_t>(count));
+  std::iota(tokens.begin(), tokens.end(), first);
+  return tokens;
+}
+
+GenerationRequest greedy_request(std::vector<int32_t> prompt, int32_t max_tokens) {
+  GenerationRequest request;
+  request.prompt = std::move(prompt);
+  request.sampling.temperature = 0.0f;
+  request.max_tokens = max_tokens;
+  return request;
+}
+
+void run_until_idle(Engine& engine) {
+  while (engine.step() || engine.has_work()) {
+  }
+}
+
+// Everything a request streamed, per sample.
+struct Collected {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::string> text;
+  std::vector<FinishReason> finish;
+  std::vector<std::vector<TokenLogprobs>> logprobs;
+  std::string error;
+};
+
+Collected collect(RequestStream& stream, int32_t n) {
+  Collected out;
+  out.tokens.resize(static_cast<size_t>(n));
+  out.text.resize(static_cast<size_t>(n));
+  out.finish.assign(static_cast<size_t>(n), FinishReason::kNone);
+  out.logprobs.resize(static_cast<size_t>(n));
+  std::vector<StreamDelta> deltas;
+  while (stream.wait_drain(deltas, std::chrono::milliseconds(10000))) {
+    for (StreamDelta& delta : deltas) {
+      size_t i = static_cast<size_t>(delta.index);
+      EXPECT_EQ(out.finish[i], FinishReason::kNone) << "delta after the finish";
+      out.tokens[i].insert(out.tokens[i].end(), delta.token_ids.begin(), delta.token_ids.end());
+      out.text[i] += delta.text;
+      out.logprobs[i].insert(out.logprobs[i].end(), delta.logprobs.begin(), delta.logprobs.end());
+      if (delta.finish_reason != FinishReason::kNone) out.finish[i] = delta.finish_reason;
+      if (!delta.error.empty()) out.error = delta.error;
+    }
+    deltas.clear();
+  }
+  return out;
+}
+
+std::vector<int32_t> reference(const GenerationRequest& request, const FakeModelSpec& spec, uint64_t seed = 0) {
+  SamplingParams params = request.sampling;
+  params.seed = seed;
+  FakeGeneration generation{
+      request.max_tokens.value_or(spec.max_model_len - static_cast<int32_t>(request.prompt.size())), request.ignore_eos,
+      request.stop_token_ids};
+  return fake_reference_generate(request.prompt, params, generation, spec);
+}
+
+TEST(Engine, StreamsTheReferenceTokensWithUsage) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  std::vector<GenerationRequest> requests;
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < 10; ++i) {
+    requests.push_back(greedy_request(tokens_from(1 + 7 * i, 5 + 3 * i), 10 + i));
+    handles.push_back(engine.submit(requests.back()));
+  }
+  run_until_idle(engine);
+  EXPECT_GT(backend.max_batch_sequences(), 1);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Collected got = collect(*handles[i].stream, 1);
+    std::vector<int32_t> expected = reference(requests[i], spec);
+    EXPECT_EQ(got.tokens[0], expected) << "request " << i;
+    EXPECT_EQ(got.finish[0], expected.size() == static_cast<size_t>(*requests[i].max_tokens) && expected.back() != 0
+                                 ? FinishReason::kLength
+                                 : FinishReason::kStop);
+    Usage usage = handles[i].stream->usage();
+    EXPECT_EQ(usage.prompt_tokens, static_cast<int32_t>(requests[i].prompt.size()));
+    EXPECT_EQ(usage.completion_tokens, static_cast<int32_t>(expected.size()));
+    EXPECT_TRUE(handles[i].stream->done());
+  }
+  EXPECT_EQ(engine.block_manager().num_free_blocks(), spec.num_blocks);
+  EXPECT_EQ(engine.stats().finished_requests, requests.size());
+}
+
+TEST(Engine, ThreadedLoopServesConcurrentSubmitters) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  engine.start();
+  std::vector<std::thread> clients;
+  std::vector<int> mismatches(4, 0);
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int r = 0; r < 8; ++r) {
+        GenerationRequest request = greedy_request(tokens_from(1 + c * 50 + r, 6 + r), 12);
+        request.sampling.temperature = 0.7f;
+        request.seed = static_cast<uint64_t>(c * 100 + r);
+        RequestHandle handle = engine.submit(request);
+        Collected got = collect(*handle.stream, 1);
+        if (got.tokens[0] != reference(request, spec, *request.seed)) ++mismatches[static_cast<size_t>(c)];
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  engine.stop();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+  EXPECT_EQ(engine.stats().num_free_blocks, spec.num_blocks);
+}
+
+TEST(Engine, AbortFreesBlocksWithinOneStep) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  GenerationRequest request = greedy_request(tokens_from(1, 40), 80);
+  request.ignore_eos = true;
+  RequestHandle handle = engine.submit(request);
+  for (int i = 0; i < 4; ++i) engine.step();
+  EXPECT_LT(engine.block_manager().num_free_blocks(), spec.num_blocks);
+  engine.abort(handle.id);
+  engine.step();
+  EXPECT_EQ(engine.block_manager().num_free_blocks(), spec.num_blocks);
+  EXPECT_FALSE(engine.has_work());
+  Collected got = collect(*handle.stream, 1);
+  EXPECT_EQ(got.finish[0], FinishReason::kAbort);
+  EXPECT_EQ(handle.stream->usage().completion_tokens, static_cast<int32_t>(got.tokens[0].size()));
+  engine.abort(handle.id);  // unknown by now: ignored
+  engine.abort(12345);
+  engine.step();
+}
+
+TEST(Engine, ParallelSamplesShareThePromptAndFollowTheirSeeds) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  EngineOptions options = engine_options();
+  options.enable_prefix_caching = false;  // sharing must come from the fork, not the cache
+  Engine engine(backend, options);
+  GenerationRequest request = greedy_request(tokens_from(1, 26), 8);  // 6 full blocks + 2 tokens
+  request.sampling.temperature = 1.0f;
+  request.seed = 42;
+  request.n = 4;
+  request.ignore_eos = true;
+  request.logprobs = true;
+  request.sampling.num_top_logprobs = 2;
+  RequestHandle handle = engine.submit(request);
+  engine.step();  // sample 0's prompt
+  engine.step();  // samples 1-3 map its 6 full blocks and compute their last 2 prompt tokens
+  // Sample 0: 7 blocks; each other sample: 1 own block.
+  EXPECT_EQ(engine.block_manager().num_free_blocks(), spec.num_blocks - 7 - 3);
+  run_until_idle(engine);
+  Collected got = collect(*handle.stream, 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(got.tokens[static_cast<size_t>(i)], reference(request, spec, 42 + static_cast<uint64_t>(i)));
+    ASSERT_EQ(got.logprobs[static_cast<size_t>(i)].size(), 8u);
+    EXPECT_EQ(got.logprobs[static_cast<size_t>(i)][0].top.size(), 2u);
+    EXPECT_EQ(got.logprobs[static_cast<size_t>(i)][0].token, got.tokens[static_cast<size_t>(i)][0]);
+  }
+  EXPECT_NE(got.tokens[0], got.tokens[1]);
+  EXPECT_EQ(handle.stream->usage().completion_tokens, 32);
+}
+
+TEST(Engine, StopStringsAcrossTokenBoundaries) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options(/*with_text=*/true));
+  GenerationRequest base = greedy_request(tokens_from(3, 9), 40);
+  base.ignore_eos = true;
+  std::vector<int32_t> tokens = reference(base, spec);
+  std::vector<size_t> piece_end;  // text length after each token
+  std::string full_text;
+  for (int32_t token : tokens) piece_end.push_back((full_text += fake_piece(token)).size());
+  // A stop string starting inside token 5's text and ending inside a later token's.
+  size_t start = piece_end[4] + (piece_end[5] - piece_end[4]) / 2;
+  std::string stop = full_text.substr(start, 4);
+  size_t first = full_text.find(stop);
+  size_t stop_end = first + stop.size();
+  size_t last_token = 0;
+  while (piece_end[last_token] < stop_end) ++last_token;
+
+  GenerationRequest with_stop = base;
+  with_stop.stop = {"@never", stop};
+  RequestHandle stopped = engine.submit(with_stop);
+  GenerationRequest no_match = base;
+  no_match.stop = {full_text.substr(full_text.size() - 2) + "@"};  // a prefix is held at the end, then released
+  RequestHandle released = engine.submit(no_match);
+  run_until_idle(engine);
+
+  Collected got = collect(*stopped.stream, 1);
+  EXPECT_EQ(got.text[0], full_text.substr(0, first));
+  EXPECT_EQ(got.tokens[0], std::vector<int32_t>(tokens.begin(), tokens.begin() + last_token + 1));
+  EXPECT_EQ(got.finish[0], FinishReason::kStop);
+  Collected full = collect(*released.stream, 1);
+  EXPECT_EQ(full.text[0], full_text);
+  EXPECT_EQ(full.finish[0], FinishReason::kLength);
+  EXPECT_EQ(engine.block_manager().num_free_blocks(), spec.num_blocks);
+}
+
+TEST(Engine, PrefixCacheHitsAreReportedAsCachedTokens) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  GenerationRequest request = greedy_request(tokens_from(1, 30), 4);
+  RequestHandle first = engine.submit(request);
+  run_until_idle(engine);
+  RequestHandle second = engine.submit(request);
+  run_until_idle(engine);
+  EXPECT_EQ(first.stream->usage().cached_tokens, 0);
+  EXPECT_EQ(second.stream->usage().cached_tokens, 28);  // 7 full blocks; the block with the last token is recomputed
+  EXPECT_EQ(collect(*first.stream, 1).tokens, collect(*second.stream, 1).tokens);
+  EXPECT_EQ(engine.stats().blocks.prefix_hit_tokens, 28);
+}
+
+TEST(Engine, DeadlineEndsTheRequest) {
+  FakeBackend backend(fake_model());
+  Engine engine(backend, engine_options());
+  GenerationRequest request = greedy_request(tokens_from(1, 10), 50);
+  request.deadline = Clock::now() - std::chrono::seconds(1);
+  RequestHandle handle = engine.submit(request);
+  run_until_idle(engine);
+  Collected got = collect(*handle.stream, 1);
+  EXPECT_EQ(got.finish[0], FinishReason::kDeadline);
+  EXPECT_TRUE(got.tokens[0].empty());
+}
+
+TEST(Engine, BackendFailureFailsTheBatchAndTheLoopGoesOn) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  RequestHandle failed = engine.submit(greedy_request(tokens_from(1, 10), 5));
+  backend.fail_next_step();
+  engine.step();
+  Collected got = collect(*failed.stream, 1);
+  EXPECT_EQ(got.finish[0], FinishReason::kError);
+  EXPECT_NE(got.error.find("injected failure"), std::string::npos);
+  EXPECT_EQ(engine.block_manager().num_free_blocks(), spec.num_blocks);
+  GenerationRequest next = greedy_request(tokens_from(1, 10), 5);
+  RequestHandle ok = engine.submit(next);
+  run_until_idle(engine);
+  EXPECT_EQ(collect(*ok.stream, 1).tokens[0], reference(next, spec));
+}
+
+TEST(Engine, RefusesBadRequestsAtSubmit) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  auto refusal = [&](const GenerationRequest& request) -> std::string {
+    try {
+      engine.submit(request);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+      return e.what();
+    }
+    return "accepted";
+  };
+  GenerationRequest ok = greedy_request(tokens_from(1, 10), 5);
+  GenerationRequest r = ok;
+  r.prompt.clear();
+  EXPECT_NE(refusal(r).find("prompt is empty"), std::string::npos);
+  r = ok;
+  r.prompt = tokens_from(1, 128);
+  EXPECT_NE(refusal(r).find("max_model_len is 128"), std::string::npos);
+  r = ok;
+  r.prompt[3] = 512;
+  EXPECT_NE(refusal(r).find("outside the vocabulary"), std::string::npos);
+  r = ok;
+  r.max_tokens = 0;
+  EXPECT_NE(refusal(r).find("max_tokens must be in [1, 118]"), std::string::npos);
+  r = ok;
+  r.sampling.temperature = -1.0f;
+  EXPECT_NE(refusal(r).find("temperature"), std::string::npos);
+  r = ok;
+  r.n = 0;
+  EXPECT_NE(refusal(r).find("n must be in"), std::string::npos);
+  r = ok;
+  r.n = 40;
+  r.max_tokens = 100;
+  EXPECT_NE(refusal(r).find("KV blocks at once"), std::string::npos);
+  r = ok;
+  r.stop = {"x"};
+  EXPECT_NE(refusal(r).find("need a tokenizer"), std::string::npos);
+  r = ok;
+  r.stop_token_ids = {-1};
+  EXPECT_NE(refusal(r).find("stop_token_ids"), std::string::npos);
+  EXPECT_EQ(refusal(ok), "accepted");
+}
+
+TEST(Engine, RefusesLimitsThatCannotWork) {
+  FakeModelSpec spec = fake_model();
+  spec.num_blocks = 8;  // 32 tokens, but max_model_len is 128
+  FakeBackend backend(spec);
+  EXPECT_THROW(Engine(backend, engine_options()), Error);
+  EngineOptions options = engine_options();
+  options.max_model_len = 32;
+  options.enable_chunked_prefill = false;  // needs max_num_batched_tokens >= max_model_len: 32 is fine
+  EXPECT_NO_THROW(Engine(backend, options));
+  options.max_num_batched_tokens = 16;
+  options.max_num_seqs = 4;
+  EXPECT_THROW(Engine(backend, options), Error);
+}
+
+}  // namespace
+}  // namespace qinfer::testing

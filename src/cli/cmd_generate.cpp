@@ -1,4 +1,5 @@
 // qinfer generate: one prompt, one sequence, printed as text or one JSON object.
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -14,6 +15,10 @@
 namespace qinfer::cli {
 
 namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct GenerateFlags {
   ModelFlags model;
@@ -96,6 +101,8 @@ void run_generate(const GenerateFlags& f) {
   seq.block_table = block_table;
   seq.sample = true;
   seq.sampling = &sp;
+  auto start = std::chrono::steady_clock::now();
+  double prefill_ms = 0;
   while (static_cast<int>(output.size()) < f.max_tokens) {
     seq.history = {prompt, output};
     seq.sample_step = output.size();
@@ -103,6 +110,7 @@ void run_generate(const GenerateFlags& f) {
     SampleResult r = backend->step(batch).at(0);
     output.push_back(r.token);
     results.push_back(r);
+    if (output.size() == 1) prefill_ms = ms_since(start);
     bool is_eos =
         std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), r.token) != config.eos_token_ids.end();
     if (is_eos && !f.ignore_eos) {
@@ -114,6 +122,11 @@ void run_generate(const GenerateFlags& f) {
     batch.token_ids = {r.token};
   }
 
+  const double total_ms = ms_since(start);
+  spdlog::info("prefill: {} tokens in {:.1f} ms ({:.1f} tok/s); decode: {} tokens in {:.1f} ms ({:.2f} tok/s)",
+               prompt.size(), prefill_ms, 1e3 * static_cast<double>(prompt.size()) / prefill_ms, output.size() - 1,
+               total_ms - prefill_ms,
+               1e3 * static_cast<double>(output.size() - 1) / std::max(1e-9, total_ms - prefill_ms));
   if (f.json) {
     nlohmann::json logprobs = nlohmann::json::array();
     for (const auto& r : results) {

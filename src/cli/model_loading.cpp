@@ -11,6 +11,10 @@
 
 namespace qinfer::cli {
 
+namespace {
+constexpr const char* kDemoPreset = "tiny";
+}
+
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--model", flags.model, "Model directory or Hugging Face repo id (ORG/NAME) in the local HF cache");
   cmd.add_option("--load-format", flags.load_format,
@@ -38,15 +42,19 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
 std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags) {
   auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const LoadedModel> model;
-  if (flags.load_format == "dummy") {
-    if (flags.preset.empty() == flags.config.empty())
+  const bool demo = flags.model.empty() && flags.load_format == "auto";
+  if (demo)
+    spdlog::warn("no --model given: using the built-in demo model ({} preset, random weights: its text is noise)",
+                 kDemoPreset);
+  if (flags.load_format == "dummy" || demo) {
+    if (!demo && flags.preset.empty() == flags.config.empty())
       throw Error(ErrorKind::kInvalidArgument, "--load-format dummy needs exactly one of --preset or --config");
-    ModelConfig config = flags.preset.empty() ? parse_model_config(read_json_file(flags.config), flags.config)
-                                              : test_model_preset(flags.preset);
+    ModelConfig config = demo                   ? test_model_preset(kDemoPreset)
+                         : flags.preset.empty() ? parse_model_config(read_json_file(flags.config), flags.config)
+                                                : test_model_preset(flags.preset);
     ThreadPool pool(0);
     model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool));
   } else {
-    if (flags.model.empty()) throw Error(ErrorKind::kInvalidArgument, "--model is required (or --load-format dummy)");
     model = std::make_shared<LoadedModel>(load_model(resolve_model_dir(flags.model)));
   }
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -21,7 +21,7 @@ struct ModelFlags {
 void add_model_flags(CLI::App& cmd, ModelFlags& flags);
 void add_backend_flags(CLI::App& cmd, BackendOptions& options);
 
-// Loads the model the flags name; logs what was loaded and how long it took.
+// Loads the model the flags name (the built-in demo model when none is named); logs what and how long it took.
 std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags);
 
 }  // namespace qinfer::cli

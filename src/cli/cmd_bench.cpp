@@ -1,0 +1,227 @@
+// qinfer bench: benchmarks through the backend interface. `bench` is a parent command; `latency` runs fixed-shape
+// batches (prefill, then greedy decode) and reports speed against the measured H200 copy bandwidth.
+// Extension point: further subcommands (e.g. `throughput` through the engine) register on the `bench` sub-app from
+// register_bench() below, each in its own file.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "cli/commands.h"
+#include "cli/model_loading.h"
+#include "util/error.h"
+#include "util/logging.h"
+
+#ifdef QINFER_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace qinfer::cli {
+
+namespace {
+
+constexpr double kCopyBandwidthBytesPerSecond = 4.27e12;  // measured device copy on the H200 (GUIDE §5)
+
+struct LatencyFlags {
+  ModelFlags model;
+  BackendOptions backend;
+  int batch = 1;
+  int input_len = 512;
+  int output_len = 128;
+  bool json = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Prompt ids spread over the vocabulary, different per sequence.
+std::vector<int32_t> bench_prompt(int length, int sequence, int vocab) {
+  std::vector<int32_t> ids(static_cast<size_t>(length));
+  for (int i = 0; i < length; ++i)
+    ids[static_cast<size_t>(i)] =
+        static_cast<int32_t>((static_cast<int64_t>(i) * 7919 + static_cast<int64_t>(sequence) * 104729 + 13) % vocab);
+  return ids;
+}
+
+struct LatencyRun {
+  double prefill_seconds = 0;
+  double ttft_seconds = 0;
+  std::vector<double> decode_step_seconds;
+};
+
+class LatencyBench {
+ public:
+  LatencyBench(Backend& backend, const LatencyFlags& f, const BackendOptions& options)
+      : backend_(backend), f_(f), options_(options) {
+    const int block_size = backend.kv_cache().block_size;
+    const int blocks_per_sequence = (f.input_len + f.output_len + block_size - 1) / block_size;
+    if (static_cast<int64_t>(blocks_per_sequence) * f.batch > backend.kv_cache().num_blocks)
+      throw Error(ErrorKind::kOutOfMemory, "bench latency: " + std::to_string(f.batch) + " sequences of " +
+                                               std::to_string(f.input_len + f.output_len) + " tokens need " +
+                                               std::to_string(blocks_per_sequence * f.batch) +
+                                               " KV blocks, the cache has " +
+                                               std::to_string(backend.kv_cache().num_blocks));
+    for (int s = 0; s < f.batch; ++s) {
+      prompts_.push_back(bench_prompt(f.input_len, s, backend.config().vocab_size));
+      std::vector<int32_t> table(static_cast<size_t>(blocks_per_sequence));
+      for (int b = 0; b < blocks_per_sequence; ++b) table[static_cast<size_t>(b)] = s * blocks_per_sequence + b;
+      tables_.push_back(std::move(table));
+    }
+  }
+
+  // Prefill of every prompt in batches of at most max_num_batched_tokens, then output_len - 1 decode steps.
+  LatencyRun run(int input_len, int output_len) {
+    LatencyRun result;
+    std::vector<int32_t> last_tokens(static_cast<size_t>(f_.batch));
+    std::vector<int> prefilled(static_cast<size_t>(f_.batch), 0);
+    const auto start = Clock::now();
+    int next = 0;
+    while (next < f_.batch) {
+      Batch batch;
+      std::vector<int> members;
+      int budget = options_.max_num_batched_tokens;
+      for (int s = next; s < f_.batch && budget > 0 && static_cast<int>(members.size()) < options_.max_num_seqs; ++s) {
+        const int n = std::min(budget, input_len - prefilled[static_cast<size_t>(s)]);
+        const int done = prefilled[static_cast<size_t>(s)];
+        const auto& prompt = prompts_[static_cast<size_t>(s)];
+        batch.token_ids.insert(batch.token_ids.end(), prompt.begin() + done, prompt.begin() + done + n);
+        batch.sequences.push_back(sequence(s, n, done, done + n == input_len, 0));
+        members.push_back(s);
+        budget -= n;
+      }
+      const std::vector<SampleResult> sampled = backend_.step(batch);
+      size_t r = 0;
+      for (size_t i = 0; i < members.size(); ++i) {
+        const int s = members[i];
+        prefilled[static_cast<size_t>(s)] += batch.sequences[i].num_tokens;
+        if (batch.sequences[i].sample) {
+          last_tokens[static_cast<size_t>(s)] = sampled[r++].token;
+          if (s == 0) result.ttft_seconds = seconds_since(start);
+        }
+        if (prefilled[static_cast<size_t>(s)] == input_len) next = std::max(next, s + 1);
+      }
+    }
+    result.prefill_seconds = seconds_since(start);
+
+    for (int step = 1; step < output_len; ++step) {
+      Batch batch;
+      batch.token_ids = last_tokens;
+      for (int s = 0; s < f_.batch; ++s) batch.sequences.push_back(sequence(s, 1, input_len + step - 1, true, step));
+      const auto step_start = Clock::now();
+      const std::vector<SampleResult> sampled = backend_.step(batch);
+      result.decode_step_seconds.push_back(seconds_since(step_start));
+      for (int s = 0; s < f_.batch; ++s) last_tokens[static_cast<size_t>(s)] = sampled[static_cast<size_t>(s)].token;
+    }
+    return result;
+  }
+
+ private:
+  BatchSequence sequence(int s, int num_tokens, int num_cached, bool sample, int step) const {
+    BatchSequence seq;
+    seq.num_tokens = num_tokens;
+    seq.num_cached = num_cached;
+    seq.block_table = tables_[static_cast<size_t>(s)];
+    seq.sample = sample;
+    seq.sampling = &greedy_;
+    seq.sample_step = static_cast<uint64_t>(step);
+    return seq;
+  }
+
+  Backend& backend_;
+  const LatencyFlags& f_;
+  BackendOptions options_;
+  std::vector<std::vector<int32_t>> prompts_;
+  std::vector<std::vector<int32_t>> tables_;
+  SamplingParams greedy_{.temperature = 0};
+};
+
+void run_latency(const LatencyFlags& f) {
+  if (f.batch < 1 || f.input_len < 1 || f.output_len < 1)
+    throw Error(ErrorKind::kInvalidArgument, "--batch, --input-len and --output-len must be at least 1");
+  auto model = load_model_from_flags(f.model);
+  auto backend = create_backend(model, f.backend);
+  const ModelConfig& c = backend->config();
+  if (f.input_len + f.output_len > backend->max_model_len())
+    throw Error(ErrorKind::kInvalidArgument,
+                "--input-len + --output-len = " + std::to_string(f.input_len + f.output_len) +
+                    " exceeds the context of " + std::to_string(backend->max_model_len()));
+  LatencyBench bench(*backend, f, f.backend);
+  spdlog::info("bench latency: warm-up");
+  bench.run(std::min(f.input_len, 16), std::min(f.output_len, 3));
+  spdlog::info("bench latency: batch {}, input {}, output {}", f.batch, f.input_len, f.output_len);
+  const LatencyRun run = bench.run(f.input_len, f.output_len);
+
+  std::vector<double> steps = run.decode_step_seconds;
+  std::sort(steps.begin(), steps.end());
+  const double median = steps.empty() ? 0 : steps[steps.size() / 2];
+  double mean = 0;
+  for (double s : steps) mean += s / static_cast<double>(steps.size());
+  // Bytes one decode step must read: every weight once (bf16) plus each sequence's K and V at its mean context.
+  const double weight_bytes = static_cast<double>(c.num_parameters()) * 2;
+  const double mean_context = f.input_len + (f.output_len - 1) / 2.0;
+  const double kv_bytes = f.batch * mean_context * c.num_layers * 2.0 * c.kv_width() * 2;
+  const double step_bytes = weight_bytes + kv_bytes;
+  const double bandwidth = median > 0 ? step_bytes / median : 0;
+  int64_t memory = -1;
+#ifdef QINFER_HAVE_CUDA
+  if (backend->name().rfind("cuda", 0) == 0) memory = cuda_memory_in_use_bytes();
+#endif
+  const double prefill_tokens = static_cast<double>(f.batch) * f.input_len;
+
+  if (f.json) {
+    nlohmann::json j = {{"device", backend->name()},
+                        {"batch", f.batch},
+                        {"input_len", f.input_len},
+                        {"output_len", f.output_len},
+                        {"prefill_seconds", run.prefill_seconds},
+                        {"prefill_tokens_per_second", prefill_tokens / run.prefill_seconds},
+                        {"ttft_seconds", run.ttft_seconds},
+                        {"decode_steps", steps.size()},
+                        {"decode_step_seconds_median", median},
+                        {"decode_step_seconds_mean", mean},
+                        {"decode_tokens_per_second_per_sequence", median > 0 ? 1.0 / median : 0.0},
+                        {"decode_tokens_per_second", median > 0 ? f.batch / median : 0.0},
+                        {"decode_bytes_per_step", step_bytes},
+                        {"decode_bandwidth_bytes_per_second", bandwidth},
+                        {"decode_fraction_of_copy_bandwidth", bandwidth / kCopyBandwidthBytesPerSecond},
+                        {"gpu_memory_in_use_bytes", memory}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("qinfer bench latency: %s, batch %d, input %d, output %d\n", backend->name().c_str(), f.batch,
+              f.input_len, f.output_len);
+  std::printf("  prefill: %.0f tokens in %.2f ms = %.1f K tok/s; TTFT %.2f ms\n", prefill_tokens,
+              run.prefill_seconds * 1e3, prefill_tokens / run.prefill_seconds / 1e3, run.ttft_seconds * 1e3);
+  if (!steps.empty()) {
+    std::printf("  decode:  %zu steps, median %.3f ms/step (mean %.3f): %.1f tok/s per sequence, %.1f tok/s total\n",
+                steps.size(), median * 1e3, mean * 1e3, 1.0 / median, f.batch / median);
+    std::printf("           %.2f GB read per step (weights %.2f + KV %.2f): %.2f TB/s = %.1f %% of 4.27 TB/s\n",
+                step_bytes / 1e9, weight_bytes / 1e9, kv_bytes / 1e9, bandwidth / 1e12,
+                100 * bandwidth / kCopyBandwidthBytesPerSecond);
+  }
+  if (memory >= 0) std::printf("  GPU memory in use: %.2f GiB\n", static_cast<double>(memory) / (1u << 30));
+}
+
+void register_bench_latency(CLI::App& bench) {
+  auto f = std::make_shared<LatencyFlags>();
+  CLI::App* cmd = bench.add_subcommand("latency", "Prefill and decode latency of fixed-shape batches");
+  add_model_flags(*cmd, f->model);
+  add_backend_flags(*cmd, f->backend);
+  cmd->add_option("--batch", f->batch, "Sequences decoded together")->capture_default_str();
+  cmd->add_option("--input-len", f->input_len, "Prompt tokens per sequence")->capture_default_str();
+  cmd->add_option("--output-len", f->output_len, "Generated tokens per sequence")->capture_default_str();
+  cmd->add_flag("--json", f->json, "Print one JSON object");
+  cmd->callback([f] { run_latency(*f); });
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  register_bench_latency(*bench);
+}
+
+}  // namespace qinfer::cli

@@ -1,0 +1,376 @@
+#include "tokenizer/jinja/interpreter.h"
+
+#include "tokenizer/jinja/builtins.h"
+#include "util/error.h"
+
+namespace qinfer::jinja {
+
+namespace {
+
+constexpr std::string_view kLoopName = "loop";
+
+void bind_targets(const std::vector<std::string>& targets, const Value& value, Scope& scope) {
+  if (targets.size() == 1) {
+    scope.set(targets[0], value);
+    return;
+  }
+  if (!value.is_sequence_kind() && !value.is_string()) {
+    throw Failure("cannot unpack non-iterable " + value.type_name());
+  }
+  const ValueList items = iterate(value);
+  if (items.size() != targets.size()) {
+    throw Failure(std::string(items.size() > targets.size() ? "too many" : "not enough") +
+                  " values to unpack (expected " + std::to_string(targets.size()) + ", got " +
+                  std::to_string(items.size()) + ")");
+  }
+  for (size_t i = 0; i < targets.size(); ++i) scope.set(targets[i], items[i]);
+}
+
+}  // namespace
+
+std::string Interpreter::render(Scope& root) {
+  std::string out;
+  out_ = &out;
+  root_ = &root;
+  try {
+    execute(program_, root);
+  } catch (const Failure& failure) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "chat template error at line " + std::to_string(line_) + ": " + failure.what());
+  }
+  return out;
+}
+
+void Interpreter::step() {
+  if (++steps_ > limits_.max_steps) throw Failure("template exceeded the step limit (endless loop?)");
+}
+
+void Interpreter::append_output(const Value& value) {
+  value.append_output(*out_);
+  if (out_->size() > limits_.max_output_bytes) throw Failure("rendered text exceeds the output limit");
+}
+
+Interpreter::Flow Interpreter::execute(const Body& body, Scope& scope) {
+  for (const StmtPtr& stmt : body) {
+    const Flow flow = execute_statement(*stmt, scope);
+    if (flow != Flow::kNormal) return flow;
+  }
+  return Flow::kNormal;
+}
+
+Interpreter::Flow Interpreter::execute_statement(const Stmt& stmt, Scope& scope) {
+  step();
+  line_ = stmt.line;
+  switch (stmt.kind) {
+    case Stmt::Kind::kText:
+      *out_ += stmt.text;
+      if (out_->size() > limits_.max_output_bytes) throw Failure("rendered text exceeds the output limit");
+      return Flow::kNormal;
+    case Stmt::Kind::kOutput:
+      append_output(evaluate(*stmt.expr, scope));
+      return Flow::kNormal;
+    case Stmt::Kind::kIf:
+      for (const auto& [condition, body] : stmt.branches) {
+        if (evaluate(*condition, scope).truthy()) return execute(body, scope);
+      }
+      return execute(stmt.else_body, scope);
+    case Stmt::Kind::kFor:
+      return execute_for(stmt, scope);
+    case Stmt::Kind::kSet:
+    case Stmt::Kind::kSetBlock:
+      execute_set(stmt, scope);
+      return Flow::kNormal;
+    case Stmt::Kind::kMacro:
+      define_macro(stmt, scope);
+      return Flow::kNormal;
+    case Stmt::Kind::kBreak:
+      return Flow::kBreak;
+    case Stmt::Kind::kContinue:
+      return Flow::kContinue;
+    case Stmt::Kind::kWith: {
+      Scope inner(&scope);
+      for (const auto& [name, value] : stmt.parameters) inner.set(name, evaluate(*value, scope));
+      return execute(stmt.body, inner);
+    }
+    case Stmt::Kind::kFilterBlock: {
+      Value text = Value::string(capture(stmt.body, scope));
+      append_output(apply_filter_chain(*stmt.filter, std::move(text), scope));
+      return Flow::kNormal;
+    }
+    case Stmt::Kind::kGeneration:
+      return execute(stmt.body, scope);
+  }
+  return Flow::kNormal;
+}
+
+Interpreter::Flow Interpreter::execute_for(const Stmt& stmt, Scope& scope) {
+  const Value iterable = evaluate(*stmt.expr, scope);
+  if (iterable.is_none() || iterable.is_number() || iterable.kind() == Value::Kind::kFunction ||
+      iterable.kind() == Value::Kind::kNamespace || iterable.kind() == Value::Kind::kLoop) {
+    throw Failure("'" + iterable.type_name() + "' is not iterable");
+  }
+  if (iterable.is_undefined() && iterable.undefined_is_unsafe()) iterable.require_defined();
+  ValueList items = iterate(iterable);
+  if (stmt.condition) {
+    ValueList kept;
+    for (Value& item : items) {
+      step();
+      Scope filter_scope(&scope);
+      bind_targets(stmt.targets, item, filter_scope);
+      if (evaluate(*stmt.condition, filter_scope).truthy()) kept.push_back(std::move(item));
+    }
+    items = std::move(kept);
+  }
+  if (items.empty()) return execute(stmt.else_body, scope);
+
+  auto state = std::make_shared<LoopState>();
+  state->items = &items;
+  if (const Value* outer = scope.lookup(kLoopName); outer != nullptr && outer->kind() == Value::Kind::kLoop) {
+    state->depth0 = outer->loop_state().depth0 + 1;
+  }
+  const Value loop = Value::loop(state);
+  for (size_t i = 0; i < items.size(); ++i) {
+    step();
+    state->index0 = i;
+    Scope iteration(&scope);
+    iteration.set(kLoopName, loop);
+    line_ = stmt.line;
+    bind_targets(stmt.targets, items[i], iteration);
+    if (execute(stmt.body, iteration) == Flow::kBreak) break;
+  }
+  state->items = nullptr;
+  return Flow::kNormal;
+}
+
+void Interpreter::execute_set(const Stmt& stmt, Scope& scope) {
+  Value value;
+  if (stmt.kind == Stmt::Kind::kSetBlock) {
+    value = Value::string(capture(stmt.body, scope));
+    if (stmt.filter) value = apply_filter_chain(*stmt.filter, std::move(value), scope);
+  } else {
+    value = evaluate(*stmt.expr, scope);
+  }
+  if (stmt.attribute.empty()) {
+    bind_targets(stmt.targets, value, scope);
+    return;
+  }
+  const Value* target = scope.lookup(stmt.targets[0]);
+  if (target == nullptr || target->kind() != Value::Kind::kNamespace) {
+    throw Failure("cannot assign attribute on non-namespace object");
+  }
+  Value::Dict& attributes = target->namespace_attributes();
+  for (auto& [key, existing] : attributes) {
+    if (key.str() == stmt.attribute) {
+      existing = std::move(value);
+      return;
+    }
+  }
+  attributes.emplace_back(Value::string(stmt.attribute), std::move(value));
+}
+
+void Interpreter::define_macro(const Stmt& stmt, Scope& scope) {
+  // Macros see the render's variables, not the scope they were defined in: that scope may be gone when a macro
+  // stored in a namespace is called later.
+  const Stmt* macro = &stmt;
+  scope.set(stmt.name, Value::function(stmt.name, [macro](Interpreter& self, CallArgs& args) {
+              if (self.call_depth_ >= self.limits_.max_call_depth) throw Failure("macro calls nested too deeply");
+              if (args.positional.size() > macro->parameters.size()) {
+                throw Failure("macro '" + macro->name + "' takes not more than " +
+                              std::to_string(macro->parameters.size()) + " argument(s)");
+              }
+              Scope local(self.root_);
+              for (size_t i = 0; i < macro->parameters.size(); ++i) {
+                const auto& [name, fallback] = macro->parameters[i];
+                if (const Value* given = args.get(name, i)) {
+                  local.set(name, *given);
+                } else if (fallback) {
+                  local.set(name, self.evaluate(*fallback, local));
+                } else {
+                  local.set(name, Value::undefined("parameter '" + name + "' was not provided"));
+                }
+              }
+              for (const auto& [name, value] : args.keyword) {
+                bool known = false;
+                for (const auto& parameter : macro->parameters) known = known || parameter.first == name;
+                if (!known) throw Failure("macro '" + macro->name + "' takes no keyword argument '" + name + "'");
+              }
+              ++self.call_depth_;
+              const int saved_line = self.line_;
+              std::string text = self.capture(macro->body, local);
+              self.line_ = saved_line;
+              --self.call_depth_;
+              return Value::string(std::move(text));
+            }));
+}
+
+std::string Interpreter::capture(const Body& body, Scope& scope) {
+  std::string captured;
+  std::string* saved = out_;
+  out_ = &captured;
+  try {
+    execute(body, scope);
+  } catch (...) {
+    out_ = saved;
+    throw;
+  }
+  out_ = saved;
+  return captured;
+}
+
+Value Interpreter::apply_filter_chain(const Expr& filter, Value subject, Scope& scope) {
+  if (filter.subject) subject = apply_filter_chain(*filter.subject, std::move(subject), scope);
+  CallArgs args = evaluate_arguments(filter, scope);
+  line_ = filter.line;
+  return apply_filter(*this, filter.name, subject, args);
+}
+
+Value Interpreter::call(const Value& callee, CallArgs& args) {
+  if (callee.kind() != Value::Kind::kFunction) {
+    callee.require_defined();
+    throw Failure("'" + callee.type_name() + "' is not callable");
+  }
+  return callee.function_object().call(*this, args);
+}
+
+CallArgs Interpreter::evaluate_arguments(const Expr& expr, Scope& scope) {
+  CallArgs args;
+  args.positional.reserve(expr.operands.size());
+  for (const ExprPtr& operand : expr.operands) args.positional.push_back(evaluate(*operand, scope));
+  for (const auto& [name, value] : expr.keywords) args.keyword.emplace_back(name, evaluate(*value, scope));
+  return args;
+}
+
+Value Interpreter::lookup(const Expr& name, const Scope& scope) const {
+  if (const Value* value = scope.lookup(name.name)) return *value;
+  if (const Value* global = find_global(name.name)) return *global;
+  return Value::undefined("'" + name.name + "' is undefined");
+}
+
+Value Interpreter::evaluate(const Expr& expr, Scope& scope) {
+  line_ = expr.line;
+  switch (expr.kind) {
+    case Expr::Kind::kLiteral:
+      return expr.literal;
+    case Expr::Kind::kName:
+      return lookup(expr, scope);
+    case Expr::Kind::kList:
+    case Expr::Kind::kTuple: {
+      ValueList items;
+      items.reserve(expr.operands.size());
+      for (const ExprPtr& operand : expr.operands) items.push_back(evaluate(*operand, scope));
+      return expr.kind == Expr::Kind::kList ? Value::list(std::move(items)) : Value::tuple(std::move(items));
+    }
+    case Expr::Kind::kDict: {
+      Value::Dict entries;
+      for (size_t i = 0; i + 1 < expr.operands.size(); i += 2) {
+        Value key = evaluate(*expr.operands[i], scope);
+        Value value = evaluate(*expr.operands[i + 1], scope);
+        bool replaced = false;
+        for (auto& entry : entries) {
+          if (values_equal(entry.first, key)) {
+            entry.second = value;
+            replaced = true;
+          }
+        }
+        if (!replaced) entries.emplace_back(std::move(key), std::move(value));
+      }
+      return Value::dict(std::move(entries));
+    }
+    case Expr::Kind::kGetAttr: {
+      const Value object = evaluate(*expr.subject, scope);
+      line_ = expr.line;
+      return get_attribute(object, expr.name);
+    }
+    case Expr::Kind::kGetItem: {
+      const Value object = evaluate(*expr.subject, scope);
+      const Value key = evaluate(*expr.operands[0], scope);
+      line_ = expr.line;
+      return get_item(object, key);
+    }
+    case Expr::Kind::kSlice: {
+      const Value object = evaluate(*expr.subject, scope);
+      Value bounds[3];
+      for (int i = 0; i < 3; ++i) {
+        if (expr.operands[i]) bounds[i] = evaluate(*expr.operands[i], scope);
+      }
+      line_ = expr.line;
+      return slice(object, expr.operands[0] ? &bounds[0] : nullptr, expr.operands[1] ? &bounds[1] : nullptr,
+                   expr.operands[2] ? &bounds[2] : nullptr);
+    }
+    case Expr::Kind::kCall:
+      return evaluate_call(expr, scope);
+    case Expr::Kind::kFilter: {
+      const Value subject = evaluate(*expr.subject, scope);
+      CallArgs args = evaluate_arguments(expr, scope);
+      line_ = expr.line;
+      return apply_filter(*this, expr.name, subject, args);
+    }
+    case Expr::Kind::kTest: {
+      const Value subject = evaluate(*expr.subject, scope);
+      CallArgs args = evaluate_arguments(expr, scope);
+      line_ = expr.line;
+      return Value::boolean(apply_test(*this, expr.name, subject, args) != expr.negated);
+    }
+    case Expr::Kind::kNot:
+      return Value::boolean(!evaluate(*expr.operands[0], scope).truthy());
+    case Expr::Kind::kNegate:
+      return negate(evaluate(*expr.operands[0], scope));
+    case Expr::Kind::kPlus: {
+      Value operand = evaluate(*expr.operands[0], scope);
+      operand.require_defined();
+      if (!operand.is_number()) throw Failure("bad operand type for unary +: '" + operand.type_name() + "'");
+      return operand.is_bool() ? Value::integer(operand.as_int()) : operand;
+    }
+    case Expr::Kind::kBinary: {
+      const Value left = evaluate(*expr.operands[0], scope);
+      const Value right = evaluate(*expr.operands[1], scope);
+      line_ = expr.line;
+      return binary_operation(expr.name, left, right);
+    }
+    case Expr::Kind::kAnd: {
+      Value left = evaluate(*expr.operands[0], scope);
+      return left.truthy() ? evaluate(*expr.operands[1], scope) : left;
+    }
+    case Expr::Kind::kOr: {
+      Value left = evaluate(*expr.operands[0], scope);
+      return left.truthy() ? left : evaluate(*expr.operands[1], scope);
+    }
+    case Expr::Kind::kCompare:
+      return evaluate_compare(expr, scope);
+    case Expr::Kind::kCondition:
+      if (evaluate(*expr.operands[0], scope).truthy()) return evaluate(*expr.operands[1], scope);
+      if (expr.operands[2]) return evaluate(*expr.operands[2], scope);
+      return Value::undefined("the inline if-expression on line " + std::to_string(expr.line) +
+                              " evaluated to false and no else section was defined.");
+  }
+  return Value();
+}
+
+Value Interpreter::evaluate_compare(const Expr& expr, Scope& scope) {
+  Value left = evaluate(*expr.operands[0], scope);
+  for (size_t i = 0; i < expr.ops.size(); ++i) {
+    Value right = evaluate(*expr.operands[i + 1], scope);
+    line_ = expr.line;
+    if (!binary_operation(expr.ops[i], left, right).truthy()) return Value::boolean(false);
+    left = std::move(right);
+  }
+  return Value::boolean(true);
+}
+
+Value Interpreter::evaluate_call(const Expr& expr, Scope& scope) {
+  // obj.method(...) on str/dict/list runs the method directly instead of building a bound function.
+  if (expr.subject->kind == Expr::Kind::kGetAttr) {
+    const Value receiver = evaluate(*expr.subject->subject, scope);
+    CallArgs args = evaluate_arguments(expr, scope);
+    line_ = expr.line;
+    if (has_method(receiver, expr.subject->name)) return call_method(receiver, expr.subject->name, args);
+    const Value callee = get_attribute(receiver, expr.subject->name);
+    return call(callee, args);
+  }
+  const Value callee = evaluate(*expr.subject, scope);
+  CallArgs args = evaluate_arguments(expr, scope);
+  line_ = expr.line;
+  return call(callee, args);
+}
+
+}  // namespace qinfer::jinja

@@ -1,0 +1,61 @@
+// Executes a parsed template: statements write to an output string, expressions evaluate to Values with jinja2's
+// semantics under transformers' sandboxed environment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tokenizer/jinja/ast.h"
+#include "tokenizer/jinja/scope.h"
+
+namespace qinfer::jinja {
+
+// Bounds that keep a hostile template from hanging or exhausting memory; jinja2 has none of these but would fail
+// on recursion depth or memory long before.
+struct RenderLimits {
+  size_t max_output_bytes = size_t{64} << 20;
+  int64_t max_steps = 20'000'000;  // statements executed plus loop iterations
+  int max_call_depth = 64;         // nested macro calls
+};
+
+class Interpreter {
+ public:
+  Interpreter(const Body& program, const RenderLimits& limits) : program_(program), limits_(limits) {}
+
+  // Renders the program with `root` as the outermost scope. Throws Error(kInvalidArgument)
+  // "chat template error at line N: ..." on any template failure.
+  std::string render(Scope& root);
+
+  // Calls a function value (global, macro or bound method) with evaluated arguments.
+  Value call(const Value& callee, CallArgs& args);
+
+ private:
+  enum class Flow { kNormal, kBreak, kContinue };
+
+  Flow execute(const Body& body, Scope& scope);
+  Flow execute_statement(const Stmt& stmt, Scope& scope);
+  Flow execute_for(const Stmt& stmt, Scope& scope);
+  void execute_set(const Stmt& stmt, Scope& scope);
+  void define_macro(const Stmt& stmt, Scope& scope);
+  std::string capture(const Body& body, Scope& scope);
+  Value apply_filter_chain(const Expr& filter, Value subject, Scope& scope);
+
+  Value evaluate(const Expr& expr, Scope& scope);
+  Value evaluate_call(const Expr& expr, Scope& scope);
+  Value evaluate_compare(const Expr& expr, Scope& scope);
+  CallArgs evaluate_arguments(const Expr& expr, Scope& scope);
+  Value lookup(const Expr& name, const Scope& scope) const;
+
+  void step();
+  void append_output(const Value& value);
+
+  const Body& program_;
+  RenderLimits limits_;
+  std::string* out_ = nullptr;
+  const Scope* root_ = nullptr;
+  int line_ = 0;  // line of the statement or expression being evaluated, for error messages
+  int64_t steps_ = 0;
+  int call_depth_ = 0;
+};
+
+}  // namespace qinfer::jinja

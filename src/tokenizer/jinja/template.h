@@ -1,0 +1,29 @@
+// A compiled Jinja template, rendered with jinja2's semantics under the environment transformers builds for chat
+// templates (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, raise_exception,
+// strftime_now, tojson with ensure_ascii=False).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tokenizer/jinja/interpreter.h"
+#include "tokenizer/jinja/value.h"
+
+namespace qinfer::jinja {
+
+class Template {
+ public:
+  // Throws Error(kFormat) "template syntax error at line N: ..." for malformed source.
+  static Template parse(std::string_view source);
+
+  // Renders with `variables` (string keys) as the template's context. Throws Error(kInvalidArgument)
+  // "chat template error at line N: ..." when rendering fails, including raise_exception() in the template.
+  // Thread-safe: a Template may be rendered from several threads at once.
+  std::string render(const Value::Dict& variables, const RenderLimits& limits = {}) const;
+
+ private:
+  std::shared_ptr<const Body> program_;
+};
+
+}  // namespace qinfer::jinja

@@ -1,0 +1,72 @@
+// jinja2's built-in tests (`x is defined`, `x is string`, ...).
+#include <string>
+
+#include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/utf8_text.h"
+
+namespace qinfer::jinja {
+
+namespace {
+
+const Value& operand(std::string_view test, const CallArgs& args) {
+  if (args.positional.empty()) throw Failure("test '" + std::string(test) + "' needs an argument");
+  return args.positional[0];
+}
+
+}  // namespace
+
+bool apply_test(Interpreter&, std::string_view name, const Value& subject, const CallArgs& args) {
+  using Kind = Value::Kind;
+  if (name == "defined") return !subject.is_undefined();
+  if (name == "undefined") return subject.is_undefined();
+  if (name == "none") return subject.is_none();
+  if (name == "boolean") return subject.is_bool();
+  if (name == "true") return subject.is_bool() && subject.as_bool();
+  if (name == "false") return subject.is_bool() && !subject.as_bool();
+  if (name == "integer") return subject.is_int();
+  if (name == "float") return subject.is_float();
+  if (name == "number") return subject.is_number();
+  if (name == "string") return subject.is_string();
+  if (name == "mapping") return subject.is_dict();
+  // Undefined is iterable (it iterates as empty), as in jinja2.
+  if (name == "iterable") {
+    return subject.is_string() || subject.is_sequence_kind() || subject.is_dict() || subject.is_undefined();
+  }
+  if (name == "sequence") return subject.is_string() || subject.is_sequence_kind() || subject.is_dict();
+  if (name == "callable") return subject.kind() == Kind::kFunction;
+  if (name == "sameas") {
+    const Value& other = operand(name, args);
+    if (subject.kind() != other.kind()) return false;
+    if (subject.is_none() || subject.is_bool()) return values_equal(subject, other);
+    return subject.kind() == Kind::kDict || subject.kind() == Kind::kList || subject.kind() == Kind::kNamespace
+               ? &subject.entries() == &other.entries()
+               : values_equal(subject, other);
+  }
+  if (name == "escaped") return false;
+  if (name == "odd" || name == "even") {
+    if (!subject.is_number() || subject.is_float()) throw Failure("test '" + std::string(name) + "' needs an integer");
+    return (subject.as_int() % 2 != 0) == (name == "odd");
+  }
+  if (name == "divisibleby") {
+    const Value& divisor = operand(name, args);
+    if (!subject.is_number() || !divisor.is_number() || divisor.as_double() == 0) {
+      throw Failure("divisibleby needs a non-zero number");
+    }
+    return binary_operation("%", subject, divisor).as_double() == 0;
+  }
+  if (name == "lower") return subject.is_string() && to_lower(subject.str()) == subject.str();
+  if (name == "upper") return subject.is_string() && to_upper(subject.str()) == subject.str();
+  if (name == "in") return contains(operand(name, args), subject);
+  if (name == "eq" || name == "equalto" || name == "==")
+    return binary_operation("==", subject, operand(name, args)).truthy();
+  if (name == "ne" || name == "!=") return binary_operation("!=", subject, operand(name, args)).truthy();
+  if (name == "lt" || name == "lessthan" || name == "<")
+    return binary_operation("<", subject, operand(name, args)).truthy();
+  if (name == "le" || name == "<=") return binary_operation("<=", subject, operand(name, args)).truthy();
+  if (name == "gt" || name == "greaterthan" || name == ">")
+    return binary_operation(">", subject, operand(name, args)).truthy();
+  if (name == "ge" || name == ">=") return binary_operation(">=", subject, operand(name, args)).truthy();
+  throw Failure("no test named '" + std::string(name) + "'");
+}
+
+}  // namespace qinfer::jinja

@@ -1,0 +1,31 @@
+// UTF-8 helpers for the Python string semantics chat templates rely on (len, strip, split, upper/lower, slicing).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qinfer::jinja {
+
+// Decodes the code point at `pos` and advances past it. A malformed byte decodes as itself (one byte), so text that
+// is not valid UTF-8 still round-trips byte for byte.
+char32_t decode_utf8(std::string_view text, size_t& pos);
+void append_utf8(char32_t cp, std::string& out);
+
+// Python's str.isspace() for one code point.
+bool is_python_space(char32_t cp);
+
+// Byte offsets of every code point start, plus text.size() at the end.
+std::vector<size_t> code_point_offsets(std::string_view text);
+
+// Python str.upper() / lower() / title() / capitalize(), per code point (no multi-character case mappings).
+std::string to_upper(std::string_view text);
+std::string to_lower(std::string_view text);
+std::string to_title(std::string_view text);
+std::string capitalize(std::string_view text);
+
+// Python str.strip(chars) family. `chars` null: whitespace.
+enum class StripSide { kLeft, kRight, kBoth };
+std::string_view strip(std::string_view text, const std::string* chars, StripSide side);
+
+}  // namespace qinfer::jinja

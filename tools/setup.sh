@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what qinfer needs on a fresh Debian 12 machine (build tools, Debian -dev libraries, Node.js for the test
+# clients) and fetches the test assets. Safe to run again: installed packages and fetched assets are kept.
+set -euo pipefail
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+packages=(
+  cmake ninja-build g++ clang pkg-config git ca-certificates
+  nlohmann-json3-dev libutf8proc-dev libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libcpp-httplib-dev
+  nodejs npm
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+bash "${repo_root}/tools/fetch-test-assets.sh"

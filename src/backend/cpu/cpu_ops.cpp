@@ -1,5 +1,6 @@
 #include "backend/cpu/cpu_ops.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -9,7 +10,10 @@
 
 namespace qinfer::cpu {
 
-float dot(const float* a, const float* b, int n) {
+// Compiled for AVX2+FMA and for baseline x86-64; the loader picks the clone the CPU supports.
+#define QINFER_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+
+QINFER_CPU_CLONES float dot(const float* a, const float* b, int n) {
   float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
   for (int i = 0; i < n; ++i) acc += a[i] * b[i];
@@ -36,11 +40,36 @@ void load_weight_row(const TensorView& weight, int64_t row, float* out) {
   }
 }
 
+namespace {
+
+// Dot product with a bf16 row widened inside the loop: decode reads each weight once, so no row buffer.
+QINFER_CPU_CLONES float dot_bf16(const float* x, const uint16_t* w, int n) {
+  float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+  for (int i = 0; i < n; ++i) acc += x[i] * std::bit_cast<float>(static_cast<uint32_t>(w[i]) << 16);
+  return acc;
+}
+
+// Few tokens: each weight row is used a few times, widening it into a buffer first costs more than it saves.
+constexpr int kMaxTokensForFusedBf16 = 4;
+
+}  // namespace
+
 void linear(ThreadPool& pool, const float* x, int num_tokens, const TensorView& w, float* y) {
   QINFER_CHECK(w.shape.size() == 2);
   const int64_t n_out = w.shape[0];
   const int k = static_cast<int>(w.shape[1]);
   // Rows of the weight are split across threads; each row is widened once and used for every token.
+  if (w.dtype == DType::kBF16 && num_tokens <= kMaxTokensForFusedBf16) {
+    const auto* base = reinterpret_cast<const uint16_t*>(w.data);
+    pool.parallel_for(static_cast<size_t>(n_out), [&](size_t begin, size_t end) {
+      for (size_t n = begin; n < end; ++n)
+        for (int t = 0; t < num_tokens; ++t)
+          y[static_cast<size_t>(t) * static_cast<size_t>(n_out) + n] =
+              dot_bf16(x + static_cast<size_t>(t) * k, base + n * static_cast<size_t>(k), k);
+    });
+    return;
+  }
   pool.parallel_for(static_cast<size_t>(n_out), [&](size_t begin, size_t end) {
     std::vector<float> row(static_cast<size_t>(k));
     for (size_t n = begin; n < end; ++n) {

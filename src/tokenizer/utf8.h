@@ -1,0 +1,55 @@
+// UTF-8 helpers shared by the tokenizer: decoding code points, encoding them, and the one documented policy for
+// invalid input — each maximal invalid subsequence becomes U+FFFD, exactly as Rust's String::from_utf8_lossy does
+// (so HF tokenizers' decode and ours agree byte for byte).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace qinfer::utf8 {
+
+inline constexpr char32_t kReplacementChar = 0xFFFD;
+
+// Length of the valid UTF-8 sequence starting at text[pos], or 0 when the bytes there are not a complete valid
+// sequence. Valid means shortest form, no surrogates, at most U+10FFFF.
+size_t valid_sequence_length(std::string_view text, size_t pos);
+
+// Decodes the code point at text[pos] of text already known to be valid UTF-8; advances pos.
+inline char32_t decode_valid(std::string_view text, size_t& pos) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(pos);
+  if (lead < 0x80) {
+    pos += 1;
+    return lead;
+  }
+  if (lead < 0xE0) {
+    char32_t cp = ((lead & 0x1Fu) << 6) | (byte(pos + 1) & 0x3Fu);
+    pos += 2;
+    return cp;
+  }
+  if (lead < 0xF0) {
+    char32_t cp = ((lead & 0x0Fu) << 12) | ((byte(pos + 1) & 0x3Fu) << 6) | (byte(pos + 2) & 0x3Fu);
+    pos += 3;
+    return cp;
+  }
+  char32_t cp = ((lead & 0x07u) << 18) | ((byte(pos + 1) & 0x3Fu) << 12) | ((byte(pos + 2) & 0x3Fu) << 6) |
+                (byte(pos + 3) & 0x3Fu);
+  pos += 4;
+  return cp;
+}
+
+// Appends the UTF-8 encoding of cp (which must be a Unicode scalar value).
+void append(std::string& out, char32_t cp);
+
+bool is_valid(std::string_view text);
+
+// Returns text with every maximal invalid subsequence replaced by U+FFFD (Rust's from_utf8_lossy).
+std::string to_valid_lossy(std::string_view text);
+
+// Length of the longest prefix of `bytes` after which no more bytes can change how the prefix decodes: everything
+// except a trailing incomplete-but-so-far-valid sequence. Used for streaming (hold back a partial character).
+size_t stable_prefix_length(std::string_view bytes);
+
+}  // namespace qinfer::utf8

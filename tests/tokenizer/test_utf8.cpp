@@ -1,0 +1,44 @@
+// UTF-8 helpers against Rust's String::from_utf8_lossy behaviour (maximal subparts → one U+FFFD each); the expected
+// strings follow the Unicode Standard's worked example (Table 3-8 in chapter 3).
+#include <gtest/gtest.h>
+
+#include "tokenizer/utf8.h"
+
+namespace qinfer {
+namespace {
+
+const std::string kFFFD = "\xEF\xBF\xBD";
+
+TEST(Utf8, ValidTextIsKept) {
+  EXPECT_TRUE(utf8::is_valid("plain ascii"));
+  EXPECT_TRUE(utf8::is_valid("中文 😀 é"));
+  EXPECT_EQ(utf8::to_valid_lossy("中文 😀"), "中文 😀");
+}
+
+TEST(Utf8, MaximalSubpartsBecomeOneReplacementEach) {
+  // Unicode 15 §3.9 Table 3-8: 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64 → a FFFD FFFD FFFD b FFFD c FFFD FFFD d.
+  const std::string input = "\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64";
+  EXPECT_FALSE(utf8::is_valid(input));
+  EXPECT_EQ(utf8::to_valid_lossy(input), "a" + kFFFD + kFFFD + kFFFD + "b" + kFFFD + "c" + kFFFD + kFFFD + "d");
+}
+
+TEST(Utf8, SurrogatesOverlongAndOutOfRangeAreInvalid) {
+  EXPECT_EQ(utf8::to_valid_lossy("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);  // CESU-8 encoded U+D800
+  EXPECT_EQ(utf8::to_valid_lossy("\xC0\xAF"), kFFFD + kFFFD);              // overlong '/'
+  EXPECT_EQ(utf8::to_valid_lossy("\xF4\x90\x80\x80"), kFFFD + kFFFD + kFFFD + kFFFD);
+  EXPECT_EQ(utf8::to_valid_lossy("\xE4\xB8"), kFFFD);  // truncated 中
+}
+
+TEST(Utf8, StablePrefixHoldsBackAnIncompleteCharacter) {
+  const std::string zhong = "\xE4\xB8\xAD";  // 中
+  EXPECT_EQ(utf8::stable_prefix_length("ab"), 2u);
+  EXPECT_EQ(utf8::stable_prefix_length("ab\xE4"), 2u);
+  EXPECT_EQ(utf8::stable_prefix_length("ab\xE4\xB8"), 2u);
+  EXPECT_EQ(utf8::stable_prefix_length("ab" + zhong), 5u);
+  EXPECT_EQ(utf8::stable_prefix_length("ab\xF0\x9F\x98"), 2u);
+  EXPECT_EQ(utf8::stable_prefix_length("ab\xE4\x41"), 4u);  // already invalid: nothing to wait for
+  EXPECT_EQ(utf8::stable_prefix_length("\x80"), 1u);
+}
+
+}  // namespace
+}  // namespace qinfer

@@ -1,0 +1,15 @@
+// Device-side random fill for benchmark inputs (never zeros: they can run faster than real data).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qinfer::cuda::bench {
+
+// Uniform values in [-scale, scale] from a counter hash of (seed, index).
+void fill_random_bf16(__nv_bfloat16* data, size_t count, uint64_t seed, float scale, cudaStream_t stream);
+
+}  // namespace qinfer::cuda::bench

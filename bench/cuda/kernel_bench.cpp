@@ -1,0 +1,265 @@
+// Kernel microbenchmarks on Qwen3-4B shapes: decode GEMV (GB/s vs the 4.27 TB/s copy ceiling), cuBLASLt for
+// comparison and for prefill GEMMs (TFLOP/s vs 788), paged decode attention (K+V read bandwidth), causal paged
+// prefill attention (TFLOP/s). Prints one line per measurement and a summary table last.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cublaslt_gemm.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/prefill_attention.h"
+#include "bench_timer.h"
+#include "fill_random.h"
+
+namespace qinfer::cuda::bench {
+namespace {
+
+constexpr double kCopyCeiling = 4.27e12;   // bytes/s, measured H200 device copy (read + write)
+constexpr double kMatmulCeiling = 788e12;  // FLOP/s, measured H200 bf16 GEMM
+constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128;
+
+struct Row {
+  std::string kernel, shape;
+  double seconds;
+  double rate;  // bytes/s or FLOP/s
+  bool bandwidth;
+};
+
+class Bench {
+ public:
+  Bench() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
+  ~Bench() { cudaStreamDestroy(stream_); }
+
+  void record(const std::string& kernel, const std::string& shape, double seconds, double amount, bool bandwidth) {
+    const Row row{kernel, shape, seconds, amount / seconds, bandwidth};
+    print(row);
+    rows_.push_back(row);
+  }
+
+  void copy_ceiling() {
+    const size_t bytes = size_t{2} << 30;
+    DeviceBuffer a(bytes, "bench"), b(bytes, "bench");
+    fill_random_bf16(a.as<__nv_bfloat16>(), bytes / 2, 1, 1.0f, stream_);
+    const double t = time_per_call(
+        [&](int) { CUDA_CHECK(cudaMemcpyAsync(b.data(), a.data(), bytes, cudaMemcpyDeviceToDevice, stream_)); }, 5,
+        stream_);
+    record("device copy", "2 GiB", t, 2.0 * static_cast<double>(bytes), true);
+  }
+
+  // One decode linear layer: GEMV for 1..16 rows (and cuBLASLt at the same shape), weights rotated beyond L2.
+  void linear(const char* name, int n, int k, const std::vector<int>& rows_list) {
+    const size_t weight_bytes = static_cast<size_t>(n) * k * 2;
+    const int copies = static_cast<int>(std::max<size_t>(2, (size_t{1} << 30) / weight_bytes));
+    std::vector<DeviceBuffer> weights;
+    for (int c = 0; c < copies; ++c) {
+      weights.emplace_back(weight_bytes, "bench weights");
+      fill_random_bf16(weights.back().as<__nv_bfloat16>(), weight_bytes / 2, 100 + c, 0.02f, stream_);
+    }
+    DeviceBuffer x(static_cast<size_t>(256) * k * 2, "bench x"), y(static_cast<size_t>(256) * n * 4, "bench y");
+    fill_random_bf16(x.as<__nv_bfloat16>(), static_cast<size_t>(256) * k, 7, 1.0f, stream_);
+    for (int rows : rows_list) {
+      const std::string shape = std::to_string(rows) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" +
+                                std::to_string(k) + " (" + name + ")";
+      const double bytes = static_cast<double>(weight_bytes) + 2.0 * rows * (k + n);
+      if (rows <= kGemvMaxRows) {
+        const double t = time_per_call(
+            [&](int i) {
+              launch_gemv({x.as<__nv_bfloat16>(), weights[static_cast<size_t>(i % copies)].as<__nv_bfloat16>(),
+                           y.data(), false, rows, n, k},
+                          stream_);
+            },
+            20 * copies, stream_);
+        record("gemv", shape, t, bytes, true);
+      }
+      const double t = time_per_call(
+          [&](int i) {
+            gemm_.matmul(x.as<__nv_bfloat16>(), weights[static_cast<size_t>(i % copies)].as<__nv_bfloat16>(), y.data(),
+                         false, rows, n, k, stream_);
+          },
+          20 * copies, stream_);
+      record("cublasLt", shape, t, bytes, true);
+    }
+  }
+
+  // Prefill GEMM rate at large M.
+  void prefill_gemm(const char* name, int m, int n, int k) {
+    DeviceBuffer w(static_cast<size_t>(n) * k * 2, "bench"), x(static_cast<size_t>(m) * k * 2, "bench"),
+        y(static_cast<size_t>(m) * n * 2, "bench");
+    fill_random_bf16(w.as<__nv_bfloat16>(), static_cast<size_t>(n) * k, 3, 0.02f, stream_);
+    fill_random_bf16(x.as<__nv_bfloat16>(), static_cast<size_t>(m) * k, 4, 1.0f, stream_);
+    const double t = time_per_call(
+        [&](int) { gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, m, n, k, stream_); }, 10,
+        stream_);
+    record("cublasLt",
+           std::to_string(m) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" + std::to_string(k) + " (" +
+               name + ")",
+           t, 2.0 * m * n * k, false);
+  }
+
+  // A paged KV pool of `tokens` tokens with scattered block tables for `sequences` sequences of `context` tokens.
+  struct Pool {
+    DeviceBuffer k, v, tables;
+    int stride = 0;
+  };
+  Pool make_pool(int sequences, int context) {
+    constexpr int kBlock = 16;
+    Pool pool;
+    pool.stride = (context + kBlock - 1) / kBlock;
+    const int num_blocks = sequences * pool.stride;
+    const size_t elements = static_cast<size_t>(num_blocks) * kKvHeads * kBlock * kHeadDim;
+    pool.k = DeviceBuffer(elements * 2, "bench K");
+    pool.v = DeviceBuffer(elements * 2, "bench V");
+    fill_random_bf16(pool.k.as<__nv_bfloat16>(), elements, 11, 1.0f, stream_);
+    fill_random_bf16(pool.v.as<__nv_bfloat16>(), elements, 12, 1.0f, stream_);
+    // Scatter: block i of the pool order goes to (i * odd) mod num_blocks, a permutation when num_blocks is coprime.
+    std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
+    int64_t multiplier = 7919;
+    while (std::gcd(multiplier, static_cast<int64_t>(num_blocks)) != 1) multiplier += 2;
+    for (int i = 0; i < num_blocks; ++i)
+      tables[static_cast<size_t>(i)] = static_cast<int32_t>(i * multiplier % num_blocks);
+    pool.tables = DeviceBuffer(tables.size() * 4, "bench tables");
+    CUDA_CHECK(cudaMemcpy(pool.tables.data(), tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+    return pool;
+  }
+
+  void decode_attention(int sequences, int context) {
+    Pool pool = make_pool(sequences, context);
+    DeviceBuffer q(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench q"),
+        out(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench out");
+    fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(sequences) * kHeads * kHeadDim, 5, 1.0f, stream_);
+    std::vector<int32_t> rows(static_cast<size_t>(sequences)), lens(static_cast<size_t>(sequences), context);
+    for (int s = 0; s < sequences; ++s) rows[static_cast<size_t>(s)] = s;
+    DeviceBuffer drows(rows.size() * 4, "bench"), dlens(lens.size() * 4, "bench");
+    CUDA_CHECK(cudaMemcpy(drows.data(), rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dlens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
+    const size_t split_rows = static_cast<size_t>(sequences + 2 * 132);
+    DeviceBuffer split_out(split_rows * kHeads * kHeadDim * 4, "bench"), split_lse(split_rows * kHeads * 4, "bench");
+    DecodeAttentionParams p;
+    p.q = q.as<__nv_bfloat16>();
+    p.k_cache = pool.k.as<__nv_bfloat16>();
+    p.v_cache = pool.v.as<__nv_bfloat16>();
+    p.block_tables = pool.tables.as<int32_t>();
+    p.table_rows = drows.as<int32_t>();
+    p.q_rows = drows.as<int32_t>();
+    p.context_lens = dlens.as<int32_t>();
+    p.out = out.as<__nv_bfloat16>();
+    p.split_out = split_out.as<float>();
+    p.split_lse = split_lse.as<float>();
+    p.block_table_stride = pool.stride;
+    p.num_decode = sequences;
+    p.num_heads = kHeads;
+    p.num_kv_heads = kKvHeads;
+    p.head_dim = kHeadDim;
+    p.block_size = 16;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    plan_decode_attention_splits(p, context, num_sms());
+    const double t = time_per_call([&](int) { launch_decode_attention(p, stream_); }, 20, stream_);
+    const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
+    record("decode attention",
+           std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx (" + std::to_string(p.num_splits) +
+               " splits)",
+           t, bytes, true);
+  }
+
+  void prefill_attention(int length) {
+    Pool pool = make_pool(1, length);
+    DeviceBuffer q(static_cast<size_t>(length) * kHeads * kHeadDim * 2, "bench q"),
+        out(static_cast<size_t>(length) * kHeads * kHeadDim * 2, "bench out");
+    fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(length) * kHeads * kHeadDim, 6, 1.0f, stream_);
+    const std::vector<int32_t> meta = {0, 0, length, 0};  // table row, q start, q len, cached
+    DeviceBuffer dmeta(meta.size() * 4, "bench");
+    CUDA_CHECK(cudaMemcpy(dmeta.data(), meta.data(), meta.size() * 4, cudaMemcpyHostToDevice));
+    PrefillAttentionParams p;
+    p.q = q.as<__nv_bfloat16>();
+    p.k_cache = pool.k.as<__nv_bfloat16>();
+    p.v_cache = pool.v.as<__nv_bfloat16>();
+    p.block_tables = pool.tables.as<int32_t>();
+    p.table_rows = dmeta.as<int32_t>();
+    p.q_starts = dmeta.as<int32_t>() + 1;
+    p.q_lens = dmeta.as<int32_t>() + 2;
+    p.cached_lens = dmeta.as<int32_t>() + 3;
+    p.out = out.as<__nv_bfloat16>();
+    p.block_table_stride = pool.stride;
+    p.num_prefill = 1;
+    p.max_q_len = length;
+    p.num_heads = kHeads;
+    p.num_kv_heads = kKvHeads;
+    p.head_dim = kHeadDim;
+    p.block_size = 16;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    const double t = time_per_call([&](int) { launch_prefill_attention(p, stream_); }, 5, stream_);
+    // Causal: query i attends to i + 1 keys; QK^T and PV are 2 * head_dim FLOPs per (query, key) each.
+    const double flops = 4.0 * kHeadDim * kHeads * (static_cast<double>(length) * (length + 1) / 2);
+    record("prefill attention", "1 seq x " + std::to_string(length) + " causal", t, flops, false);
+  }
+
+  void summary() const {
+    std::printf("\n| kernel | shape | time (us) | achieved | %% of ceiling |\n|---|---|---|---|---|\n");
+    for (const Row& r : rows_) print_table_row(r);
+  }
+
+ private:
+  static void print(const Row& r) {
+    std::printf("%-18s %-52s %10.2f us  %s\n", r.kernel.c_str(), r.shape.c_str(), r.seconds * 1e6,
+                rate_text(r).c_str());
+    std::fflush(stdout);
+  }
+  static void print_table_row(const Row& r) {
+    std::printf("| %s | %s | %.2f | %s |\n", r.kernel.c_str(), r.shape.c_str(), r.seconds * 1e6,
+                rate_text(r, " | ").c_str());
+  }
+  static std::string rate_text(const Row& r, const char* separator = "  ") {
+    char text[96];
+    if (r.bandwidth)
+      std::snprintf(text, sizeof(text), "%.3f TB/s%s%.1f %%", r.rate / 1e12, separator, 100 * r.rate / kCopyCeiling);
+    else
+      std::snprintf(text, sizeof(text), "%.1f TFLOP/s%s%.1f %%", r.rate / 1e12, separator,
+                    100 * r.rate / kMatmulCeiling);
+    return text;
+  }
+  static int num_sms() {
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    return sms;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  CublasLtGemm gemm_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace
+}  // namespace qinfer::cuda::bench
+
+int main() {
+  using qinfer::cuda::bench::Bench;
+  Bench bench;
+  bench.copy_ceiling();
+  const std::vector<int> decode_rows = {1, 2, 4, 8, 16};
+  bench.linear("qkv", 6144, 2560, decode_rows);
+  bench.linear("o_proj", 2560, 4096, decode_rows);
+  bench.linear("gate_up", 2 * 9728, 2560, decode_rows);
+  bench.linear("down", 2560, 9728, decode_rows);
+  bench.linear("lm_head", 151936, 2560, {1, 16});
+  bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
+  bench.prefill_gemm("gate_up", 8192, 2 * 9728, 2560);
+  bench.prefill_gemm("down", 8192, 2560, 9728);
+  bench.prefill_gemm("qkv", 1024, 6144, 2560);
+  bench.decode_attention(1, 1024);
+  bench.decode_attention(1, 8192);
+  bench.decode_attention(64, 1024);
+  bench.decode_attention(64, 8192);
+  bench.decode_attention(16, 32768);
+  bench.prefill_attention(1024);
+  bench.prefill_attention(8192);
+  bench.prefill_attention(32768);
+  bench.summary();
+  return 0;
+}

@@ -1,0 +1,92 @@
+#include "backend/cuda/batch_plan.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace qinfer::cuda {
+
+namespace {
+
+// Distinct history tokens with their output counts, in first-seen order.
+void append_penalties(const BatchSequence& s, int vocab, BatchPlan& plan, DeviceSamplingParams& params) {
+  params.penalty_begin = static_cast<int32_t>(plan.penalties.size());
+  if (s.sampling->has_penalties()) {
+    std::unordered_map<int32_t, size_t> index;
+    auto visit = [&](int32_t token, bool output) {
+      if (token < 0 || token >= vocab) return;  // as the reference: ids outside the vocabulary are ignored
+      auto [it, inserted] = index.try_emplace(token, plan.penalties.size());
+      if (inserted) plan.penalties.push_back({token, 0});
+      if (output) ++plan.penalties[it->second].output_count;
+    };
+    // Repetition penalty covers prompt and output; presence/frequency only the output.
+    if (s.sampling->repetition_penalty != 1.0f)
+      for (int32_t token : s.history.prompt) visit(token, false);
+    for (int32_t token : s.history.output) visit(token, true);
+  }
+  params.penalty_end = static_cast<int32_t>(plan.penalties.size());
+}
+
+}  // namespace
+
+BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
+  BatchPlan plan;
+  plan.num_tokens = static_cast<int>(batch.token_ids.size());
+  plan.token_ids = batch.token_ids;
+  plan.positions.reserve(batch.token_ids.size());
+  plan.slots.reserve(batch.token_ids.size());
+
+  for (const BatchSequence& s : batch.sequences) {
+    const int blocks = (s.num_cached + s.num_tokens + block_size - 1) / block_size;
+    plan.block_table_stride = std::max(plan.block_table_stride, blocks);
+  }
+  plan.block_tables.assign(batch.sequences.size() * static_cast<size_t>(plan.block_table_stride), 0);
+
+  int token_row = 0;
+  for (size_t i = 0; i < batch.sequences.size(); ++i) {
+    const BatchSequence& s = batch.sequences[i];
+    const int row = static_cast<int>(i);
+    const int context = s.num_cached + s.num_tokens;
+    const int blocks = (context + block_size - 1) / block_size;
+    std::copy_n(s.block_table.begin(), blocks,
+                plan.block_tables.begin() + static_cast<ptrdiff_t>(i) * plan.block_table_stride);
+    for (int t = 0; t < s.num_tokens; ++t) {
+      const int position = s.num_cached + t;
+      plan.positions.push_back(position);
+      plan.slots.push_back(static_cast<int64_t>(s.block_table[position / block_size]) * block_size +
+                           position % block_size);
+    }
+    if (s.num_tokens == 1) {
+      plan.decode_table_rows.push_back(row);
+      plan.decode_q_rows.push_back(token_row);
+      plan.decode_context_lens.push_back(context);
+      plan.max_decode_context = std::max(plan.max_decode_context, context);
+    } else {
+      plan.prefill_table_rows.push_back(row);
+      plan.prefill_q_starts.push_back(token_row);
+      plan.prefill_q_lens.push_back(s.num_tokens);
+      plan.prefill_cached_lens.push_back(s.num_cached);
+      plan.max_prefill_q_len = std::max(plan.max_prefill_q_len, s.num_tokens);
+    }
+    if (s.sample) {
+      plan.sample_rows.push_back(token_row + s.num_tokens - 1);
+      const SamplingParams& p = *s.sampling;
+      DeviceSamplingParams d;
+      d.temperature = p.temperature;
+      d.top_k = p.top_k;
+      d.top_p = p.top_p;
+      d.min_p = p.min_p;
+      d.repetition_penalty = p.repetition_penalty;
+      d.presence_penalty = p.presence_penalty;
+      d.frequency_penalty = p.frequency_penalty;
+      d.num_top_logprobs = p.num_top_logprobs;
+      d.seed = p.seed;
+      d.step = s.sample_step;
+      append_penalties(s, vocab, plan, d);
+      plan.sampling_params.push_back(d);
+    }
+    token_row += s.num_tokens;
+  }
+  return plan;
+}
+
+}  // namespace qinfer::cuda

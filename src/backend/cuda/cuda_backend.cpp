@@ -1,0 +1,400 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/batch_plan.h"
+#include "backend/cuda/cublaslt_gemm.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/gpu_weights.h"
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/device_probe.h"
+#include "backend/cuda/kernels/embedding.h"
+#include "backend/cuda/kernels/fused_add_rmsnorm.h"
+#include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/prefill_attention.h"
+#include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
+#include "backend/cuda/kernels/sampling.h"
+#include "backend/cuda/kernels/swiglu.h"
+#include "backend/cuda/upload_arena.h"
+#include "backend/cuda/workspace.h"
+#include "util/error.h"
+#include "util/logging.h"
+
+namespace qinfer {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", bytes / (1u << 30));
+  return text;
+}
+
+// Device addresses of one step's metadata (see BatchPlan).
+struct DeviceBatch {
+  const int32_t* token_ids;
+  const int32_t* positions;
+  const int64_t* slots;
+  const int32_t* block_tables;
+  const int32_t *decode_table_rows, *decode_q_rows, *decode_context_lens;
+  const int32_t *prefill_table_rows, *prefill_q_starts, *prefill_q_lens, *prefill_cached_lens;
+  const int32_t* sample_rows;
+  const cuda::DeviceSamplingParams* sampling_params;
+  const cuda::PenaltyEntry* penalties;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options);
+  ~CudaBackend() override;
+
+  std::string name() const override { return name_; }
+  const ModelConfig& config() const override { return model_->config; }
+  KvCacheShape kv_cache() const override { return kv_shape_; }
+  int max_model_len() const override { return max_model_len_; }
+  std::vector<SampleResult> step(const Batch& batch) override;
+  std::vector<float> forward_logits(const Batch& batch) override;
+
+ private:
+  // Runs the model over the batch and leaves the logits of the sampled rows in workspace_->logits.
+  void forward(const Batch& batch, const cuda::BatchPlan& plan, DeviceBatch& device);
+  void linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32 = false);
+  bf16* k_cache(int layer) const;
+  bf16* v_cache(int layer) const;
+
+  std::shared_ptr<const LoadedModel> model_;
+  BackendOptions options_;
+  std::string name_;
+  int num_sms_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cuda::GpuWeights weights_;
+  std::unique_ptr<cuda::Workspace> workspace_;
+  std::unique_ptr<cuda::CublasLtGemm> gemm_;
+  cuda::DeviceBuffer inv_freq_;  // [head_dim / 2] RoPE frequencies
+  cuda::DeviceBuffer kv_pool_;   // [num_layers][2][num_blocks, num_kv_heads, block_size, head_dim] bf16
+  size_t kv_layer_elements_ = 0;
+  KvCacheShape kv_shape_;
+  int max_model_len_ = 0;
+  cuda::UploadArena arena_;
+};
+
+CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
+    : model_(std::move(model)), options_(options) {
+  const ModelConfig& c = model_->config;
+  if (c.head_dim != 64 && c.head_dim != 128)
+    throw Error(ErrorKind::kUnsupported,
+                "CUDA backend: head_dim " + std::to_string(c.head_dim) + " is not supported (64 or 128)");
+  if (c.hidden_size % 8 != 0 || c.intermediate_size % 8 != 0 || c.hidden_size > 8192)
+    throw Error(ErrorKind::kUnsupported,
+                "CUDA backend: hidden_size and intermediate_size must be multiples of 8, "
+                "hidden_size at most 8192");
+  if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > 8)
+    throw Error(ErrorKind::kUnsupported, "CUDA backend: GQA groups of more than 8 query heads are not supported");
+  if (options.block_size <= 0 || options.block_size % 16 != 0)
+    throw Error(ErrorKind::kInvalidArgument, "CUDA backend: --block-size must be a positive multiple of 16, got " +
+                                                 std::to_string(options.block_size));
+  if (options.max_num_seqs <= 0 || options.max_num_batched_tokens <= 0)
+    throw Error(ErrorKind::kInvalidArgument, "--max-num-seqs and --max-num-batched-tokens must be positive");
+  max_model_len_ = options.max_model_len > 0 ? options.max_model_len : static_cast<int>(c.max_position_embeddings);
+  if (max_model_len_ > c.max_position_embeddings)
+    throw Error(ErrorKind::kInvalidArgument, "--max-model-len " + std::to_string(max_model_len_) +
+                                                 " exceeds the model's max_position_embeddings " +
+                                                 std::to_string(c.max_position_embeddings));
+
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp props{};
+  CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+  num_sms_ = props.multiProcessorCount;
+  name_ = "cuda:" + std::to_string(device) + " (" + props.name + ")";
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+
+  weights_ = cuda::upload_weights(*model_, stream_);
+  workspace_ = std::make_unique<cuda::Workspace>(
+      c, cuda::WorkspaceLimits{options.max_num_batched_tokens, options.max_num_seqs, num_sms_});
+  gemm_ = std::make_unique<cuda::CublasLtGemm>();
+
+  std::vector<float> inv_freq(static_cast<size_t>(c.head_dim / 2));
+  for (size_t i = 0; i < inv_freq.size(); ++i)
+    inv_freq[i] = static_cast<float>(1.0 / std::pow(c.rope_theta, 2.0 * static_cast<double>(i) / c.head_dim));
+  inv_freq_ = cuda::DeviceBuffer(inv_freq.size() * 4, "RoPE table");
+  CUDA_CHECK(cudaMemcpy(inv_freq_.data(), inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice));
+
+  // KV cache: what is left of the memory budget after weights and activations.
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const size_t block_bytes =
+      static_cast<size_t>(c.num_layers) * 2 * c.num_kv_heads * options.block_size * c.head_dim * 2;
+  const double used = static_cast<double>(total_bytes - free_bytes);
+  const double budget = options.kv_cache_bytes > 0
+                            ? static_cast<double>(options.kv_cache_bytes)
+                            : options.gpu_memory_utilization * static_cast<double>(total_bytes) - used;
+  const int64_t blocks_needed = (max_model_len_ + options.block_size - 1) / options.block_size;
+  const int64_t num_blocks = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
+  if (num_blocks < blocks_needed || budget > static_cast<double>(free_bytes))
+    throw Error(ErrorKind::kOutOfMemory,
+                "KV cache does not fit: one sequence of max_model_len " + std::to_string(max_model_len_) + " needs " +
+                    gib(static_cast<double>(blocks_needed) * static_cast<double>(block_bytes)) + ", the budget is " +
+                    gib(std::max(0.0, budget)) + " (gpu_memory_utilization " +
+                    std::to_string(options.gpu_memory_utilization) + " of " + gib(static_cast<double>(total_bytes)) +
+                    ", in use " + gib(used) + ": weights " + gib(static_cast<double>(weights_.bytes)) +
+                    ", activations " + gib(static_cast<double>(workspace_->bytes)) + "; free " +
+                    gib(static_cast<double>(free_bytes)) +
+                    "). Lower --max-model-len or raise --gpu-memory-utilization.");
+  kv_layer_elements_ = static_cast<size_t>(num_blocks) * c.num_kv_heads * options.block_size * c.head_dim;
+  kv_pool_ = cuda::DeviceBuffer(kv_layer_elements_ * 2 * 2 * c.num_layers, "KV cache");
+  kv_shape_ = {num_blocks, options.block_size, static_cast<int64_t>(kv_pool_.bytes())};
+  spdlog::info("{}: weights {}, activations {}, KV cache {} ({} blocks of {} tokens)", name_,
+               gib(static_cast<double>(weights_.bytes)), gib(static_cast<double>(workspace_->bytes)),
+               gib(static_cast<double>(kv_pool_.bytes())), num_blocks, options.block_size);
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+bf16* CudaBackend::k_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * layer) * kv_layer_elements_; }
+bf16* CudaBackend::v_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * layer + 1) * kv_layer_elements_; }
+
+void CudaBackend::linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32) {
+  if (rows == 0) return;
+  // Measured on the H200 (docs/CUDA_NOTES.md): the GEMV kernel beats cuBLASLt at one row, ties at two and loses
+  // from four rows on, where re-reading x from L1 per weight vector dominates.
+  constexpr int kGemvRowLimit = 2;
+  if (rows <= kGemvRowLimit) {
+    cuda::launch_gemv({x, weight, y, y_fp32, rows, n, k}, stream_);
+  } else {
+    gemm_->matmul(x, weight, y, y_fp32, rows, n, k, stream_);
+  }
+}
+
+void CudaBackend::forward(const Batch& batch, const cuda::BatchPlan& plan, DeviceBatch& d) {
+  const ModelConfig& c = model_->config;
+  validate_batch(batch, c, kv_shape_, max_model_len_);
+  if (plan.num_tokens > options_.max_num_batched_tokens ||
+      static_cast<int>(batch.sequences.size()) > options_.max_num_seqs)
+    throw Error(ErrorKind::kInvalidArgument, "invalid batch: " + std::to_string(plan.num_tokens) + " tokens in " +
+                                                 std::to_string(batch.sequences.size()) +
+                                                 " sequences exceed max_num_batched_tokens " +
+                                                 std::to_string(options_.max_num_batched_tokens) + " / max_num_seqs " +
+                                                 std::to_string(options_.max_num_seqs));
+
+  arena_.begin();
+  const size_t h_token_ids = arena_.add(plan.token_ids), h_positions = arena_.add(plan.positions),
+               h_slots = arena_.add(plan.slots), h_tables = arena_.add(plan.block_tables),
+               h_dec_rows = arena_.add(plan.decode_table_rows), h_dec_q = arena_.add(plan.decode_q_rows),
+               h_dec_ctx = arena_.add(plan.decode_context_lens), h_pre_rows = arena_.add(plan.prefill_table_rows),
+               h_pre_start = arena_.add(plan.prefill_q_starts), h_pre_len = arena_.add(plan.prefill_q_lens),
+               h_pre_cached = arena_.add(plan.prefill_cached_lens), h_sample = arena_.add(plan.sample_rows),
+               h_params = arena_.add(plan.sampling_params), h_penalties = arena_.add(plan.penalties);
+  arena_.upload(stream_);
+  d = {arena_.device<int32_t>(h_token_ids),
+       arena_.device<int32_t>(h_positions),
+       arena_.device<int64_t>(h_slots),
+       arena_.device<int32_t>(h_tables),
+       arena_.device<int32_t>(h_dec_rows),
+       arena_.device<int32_t>(h_dec_q),
+       arena_.device<int32_t>(h_dec_ctx),
+       arena_.device<int32_t>(h_pre_rows),
+       arena_.device<int32_t>(h_pre_start),
+       arena_.device<int32_t>(h_pre_len),
+       arena_.device<int32_t>(h_pre_cached),
+       arena_.device<int32_t>(h_sample),
+       arena_.device<cuda::DeviceSamplingParams>(h_params),
+       arena_.device<cuda::PenaltyEntry>(h_penalties)};
+
+  cuda::Workspace& w = *workspace_;
+  const int tokens = plan.num_tokens, hidden = c.hidden_size, inter = c.intermediate_size;
+  const int qkv_width = c.q_width() + 2 * c.kv_width();
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  cuda::launch_embedding({d.token_ids, weights_.embed, w.residual.as<float>(), tokens, hidden}, stream_);
+
+  cuda::DecodeAttentionParams decode;
+  decode.q = w.q.as<bf16>();
+  decode.block_tables = d.block_tables;
+  decode.table_rows = d.decode_table_rows;
+  decode.q_rows = d.decode_q_rows;
+  decode.context_lens = d.decode_context_lens;
+  decode.out = w.attention.as<bf16>();
+  decode.split_out = w.split_out.as<float>();
+  decode.split_lse = w.split_lse.as<float>();
+  decode.block_table_stride = plan.block_table_stride;
+  decode.num_decode = static_cast<int>(plan.decode_q_rows.size());
+  decode.num_heads = c.num_heads;
+  decode.num_kv_heads = c.num_kv_heads;
+  decode.head_dim = c.head_dim;
+  decode.block_size = kv_shape_.block_size;
+  decode.scale = scale;
+  if (decode.num_decode > 0) {
+    cuda::plan_decode_attention_splits(decode, plan.max_decode_context, num_sms_);
+    QINFER_CHECK(decode.num_decode * decode.num_splits <= w.max_split_rows);
+  }
+
+  cuda::PrefillAttentionParams prefill;
+  prefill.q = w.q.as<bf16>();
+  prefill.block_tables = d.block_tables;
+  prefill.table_rows = d.prefill_table_rows;
+  prefill.q_starts = d.prefill_q_starts;
+  prefill.q_lens = d.prefill_q_lens;
+  prefill.cached_lens = d.prefill_cached_lens;
+  prefill.out = w.attention.as<bf16>();
+  prefill.block_table_stride = plan.block_table_stride;
+  prefill.num_prefill = static_cast<int>(plan.prefill_q_lens.size());
+  prefill.max_q_len = plan.max_prefill_q_len;
+  prefill.num_heads = c.num_heads;
+  prefill.num_kv_heads = c.num_kv_heads;
+  prefill.head_dim = c.head_dim;
+  prefill.block_size = kv_shape_.block_size;
+  prefill.scale = scale;
+
+  for (int l = 0; l < c.num_layers; ++l) {
+    const cuda::GpuLayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
+    cuda::FusedAddRmsNormParams norm;
+    norm.residual = w.residual.as<float>();
+    norm.delta = l == 0 ? nullptr : w.delta.as<bf16>();
+    norm.weight = lw.input_norm;
+    norm.out = w.normed.as<bf16>();
+    norm.num_rows = tokens;
+    norm.hidden = hidden;
+    norm.eps = eps;
+    cuda::launch_fused_add_rmsnorm(norm, stream_);
+    linear(w.normed.as<bf16>(), tokens, lw.qkv, qkv_width, hidden, w.qkv.data());
+
+    cuda::QkNormRopeCacheWriteParams rope;
+    rope.qkv = w.qkv.as<bf16>();
+    rope.positions = d.positions;
+    rope.slots = d.slots;
+    rope.q_norm = lw.q_norm;
+    rope.k_norm = lw.k_norm;
+    rope.inv_freq = inv_freq_.as<float>();
+    rope.q_out = w.q.as<bf16>();
+    rope.k_cache = k_cache(l);
+    rope.v_cache = v_cache(l);
+    rope.num_tokens = tokens;
+    rope.num_heads = c.num_heads;
+    rope.num_kv_heads = c.num_kv_heads;
+    rope.head_dim = c.head_dim;
+    rope.block_size = kv_shape_.block_size;
+    rope.eps = eps;
+    cuda::launch_qk_norm_rope_cache_write(rope, stream_);
+
+    decode.k_cache = prefill.k_cache = k_cache(l);
+    decode.v_cache = prefill.v_cache = v_cache(l);
+    cuda::launch_decode_attention(decode, stream_);
+    cuda::launch_prefill_attention(prefill, stream_);
+    linear(w.attention.as<bf16>(), tokens, lw.o_proj, hidden, c.q_width(), w.delta.data());
+
+    norm.delta = w.delta.as<bf16>();
+    norm.weight = lw.post_attn_norm;
+    cuda::launch_fused_add_rmsnorm(norm, stream_);
+    linear(w.normed.as<bf16>(), tokens, lw.gate_up, 2 * inter, hidden, w.gate_up.data());
+    cuda::launch_swiglu({w.gate_up.as<bf16>(), w.activation.as<bf16>(), tokens, inter}, stream_);
+    linear(w.activation.as<bf16>(), tokens, lw.down, hidden, inter, w.delta.data());
+  }
+
+  const int sampled = static_cast<int>(plan.sample_rows.size());
+  cuda::FusedAddRmsNormParams final_norm;
+  final_norm.residual = w.residual.as<float>();
+  final_norm.delta = w.delta.as<bf16>();
+  final_norm.weight = weights_.final_norm;
+  final_norm.out = w.final_normed.as<bf16>();
+  final_norm.row_index = d.sample_rows;
+  final_norm.write_residual = false;
+  final_norm.num_rows = sampled;
+  final_norm.hidden = hidden;
+  final_norm.eps = eps;
+  cuda::launch_fused_add_rmsnorm(final_norm, stream_);
+  linear(w.final_normed.as<bf16>(), sampled, weights_.lm_head, c.vocab_size, hidden, w.logits.data(), true);
+}
+
+std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
+  const cuda::BatchPlan plan = cuda::plan_batch(batch, kv_shape_.block_size, model_->config.vocab_size);
+  DeviceBatch d{};
+  forward(batch, plan, d);
+  const int sampled = static_cast<int>(plan.sample_rows.size());
+  cuda::Workspace& w = *workspace_;
+  cuda::SamplingKernelParams sampling;
+  sampling.logits = w.logits.as<float>();
+  sampling.work = w.sample_work.as<float>();
+  sampling.probs = w.sample_probs.as<float>();
+  sampling.params = d.sampling_params;
+  sampling.penalties = d.penalties;
+  sampling.results = w.results.as<cuda::SampledToken>();
+  sampling.num_rows = sampled;
+  sampling.vocab = model_->config.vocab_size;
+  cuda::launch_sampling(sampling, stream_);
+  if (sampled > 0)
+    CUDA_CHECK(cudaMemcpyAsync(w.host_results.data(), w.results.data(), sampled * sizeof(cuda::SampledToken),
+                               cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+  std::vector<SampleResult> results(static_cast<size_t>(sampled));
+  const auto* device_results = w.host_results.as<cuda::SampledToken>();
+  for (int i = 0; i < sampled; ++i) {
+    const cuda::SampledToken& r = device_results[i];
+    results[static_cast<size_t>(i)].token = r.token;
+    results[static_cast<size_t>(i)].logprob = r.logprob;
+    for (int n = 0; n < plan.sampling_params[static_cast<size_t>(i)].num_top_logprobs; ++n)
+      results[static_cast<size_t>(i)].top.push_back({r.top_tokens[n], r.top_logprobs[n]});
+  }
+  return results;
+}
+
+std::vector<float> CudaBackend::forward_logits(const Batch& batch) {
+  const cuda::BatchPlan plan = cuda::plan_batch(batch, kv_shape_.block_size, model_->config.vocab_size);
+  DeviceBatch d{};
+  forward(batch, plan, d);
+  std::vector<float> logits(plan.sample_rows.size() * static_cast<size_t>(model_->config.vocab_size));
+  CUDA_CHECK(
+      cudaMemcpyAsync(logits.data(), workspace_->logits.data(), logits.size() * 4, cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return logits;
+}
+
+}  // namespace
+
+std::string cuda_unavailable_reason() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("CUDA is not usable: ") + cudaGetErrorString(status);
+  }
+  if (count == 0) return "no CUDA device found";
+  cudaDeviceProp props{};
+  status = cudaGetDeviceProperties(&props, 0);
+  if (status != cudaSuccess) return std::string("cannot query GPU 0: ") + cudaGetErrorString(status);
+  if (props.major < 8)
+    return std::string("GPU 0 (") + props.name + ") has compute capability " + std::to_string(props.major) + "." +
+           std::to_string(props.minor) + "; qinfer needs 8.0 or newer (bf16 tensor cores)";
+  status = cuda::probe_kernel_image();
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("this qinfer build has no kernels for GPU 0 (") + props.name + ", compute capability " +
+           std::to_string(props.major) + "." + std::to_string(props.minor) + "): " + cudaGetErrorString(status);
+  }
+  return {};
+}
+
+int64_t cuda_memory_in_use_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return static_cast<int64_t>(total_bytes - free_bytes);
+}
+
+std::unique_ptr<Backend> create_cuda_backend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options) {
+  std::string reason = cuda_unavailable_reason();
+  if (!reason.empty()) throw Error(ErrorKind::kUnavailable, "CUDA backend: " + reason);
+  return std::make_unique<CudaBackend>(std::move(model), options);
+}
+
+}  // namespace qinfer

@@ -1,0 +1,39 @@
+// The model's weights in device memory, bf16, with q/k/v fused into one [q+2kv, hidden] matrix and gate/up into one
+// [2*intermediate, hidden] matrix so that each decode layer streams few, large weights.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "backend/cuda/device_buffer.h"
+#include "model/qwen3_weights.h"
+
+namespace qinfer::cuda {
+
+struct GpuLayerWeights {
+  const __nv_bfloat16* input_norm = nullptr;      // [hidden]
+  const __nv_bfloat16* qkv = nullptr;             // [q_width + 2*kv_width, hidden]: q rows, then k, then v
+  const __nv_bfloat16* q_norm = nullptr;          // [head_dim]
+  const __nv_bfloat16* k_norm = nullptr;          // [head_dim]
+  const __nv_bfloat16* o_proj = nullptr;          // [hidden, q_width]
+  const __nv_bfloat16* post_attn_norm = nullptr;  // [hidden]
+  const __nv_bfloat16* gate_up = nullptr;         // [2*intermediate, hidden]: gate rows, then up
+  const __nv_bfloat16* down = nullptr;            // [hidden, intermediate]
+};
+
+struct GpuWeights {
+  DeviceBuffer storage;  // every tensor below points into it
+  std::vector<GpuLayerWeights> layers;
+  const __nv_bfloat16* embed = nullptr;       // [vocab, hidden]
+  const __nv_bfloat16* final_norm = nullptr;  // [hidden]
+  const __nv_bfloat16* lm_head = nullptr;     // [vocab, hidden]; == embed when tied
+  size_t bytes = 0;
+};
+
+// Copies the model's weights to the device through pinned staging buffers (converting F32/F16 to bf16 on the way),
+// logging progress. Throws Error(kOutOfMemory) when they do not fit.
+GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream);
+
+}  // namespace qinfer::cuda

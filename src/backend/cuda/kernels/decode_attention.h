@@ -1,0 +1,40 @@
+// Paged decode attention (one query token per sequence) in the flash-decoding style: the context is split across
+// blocks, each block reads K/V of one KV head once for all query heads of its GQA group, and a second kernel merges
+// the splits through their log-sum-exp.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace qinfer::cuda {
+
+struct DecodeAttentionParams {
+  const __nv_bfloat16* q = nullptr;        // [num_tokens, num_heads, head_dim]
+  const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
+  const __nv_bfloat16* v_cache = nullptr;  // same layout
+  const int32_t* block_tables = nullptr;   // [num_sequences, block_table_stride]
+  const int32_t* table_rows = nullptr;     // [num_decode] row of block_tables for each decode sequence
+  const int32_t* q_rows = nullptr;         // [num_decode] token row of its query in q and out
+  const int32_t* context_lens = nullptr;   // [num_decode] cached tokens including the current one
+  __nv_bfloat16* out = nullptr;            // [num_tokens, num_heads, head_dim]
+  float* split_out = nullptr;              // [num_decode, num_heads, num_splits, head_dim] when num_splits > 1
+  float* split_lse = nullptr;              // [num_decode, num_heads, num_splits] (log2 domain)
+  int block_table_stride = 0;
+  int num_decode = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;  // 64 or 128
+  int block_size = 0;
+  int tokens_per_split = 0;  // multiple of block_size
+  int num_splits = 1;
+  float scale = 0;  // head_dim^-0.5
+};
+
+// Picks tokens_per_split / num_splits for a batch so that the grid covers the GPU's SMs about twice.
+void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms);
+
+void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream);
+
+}  // namespace qinfer::cuda

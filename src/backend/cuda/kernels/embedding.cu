@@ -1,0 +1,31 @@
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/embedding.h"
+
+namespace qinfer::cuda {
+
+namespace {
+
+__global__ void embedding_kernel(EmbeddingParams p) {
+  const int token = blockIdx.x;
+  const __nv_bfloat16* row = p.table + static_cast<int64_t>(p.token_ids[token]) * p.hidden;
+  float* out = p.residual + static_cast<int64_t>(token) * p.hidden;
+  for (int i = threadIdx.x * 8; i < p.hidden; i += blockDim.x * 8) {
+    Bf16x8 v;
+    v.raw = *reinterpret_cast<const uint4*>(row + i);
+    float f[8];
+    bf16x8_to_float(v, f);
+    reinterpret_cast<float4*>(out + i)[0] = make_float4(f[0], f[1], f[2], f[3]);
+    reinterpret_cast<float4*>(out + i)[1] = make_float4(f[4], f[5], f[6], f[7]);
+  }
+}
+
+}  // namespace
+
+void launch_embedding(const EmbeddingParams& params, cudaStream_t stream) {
+  if (params.num_tokens == 0) return;
+  embedding_kernel<<<params.num_tokens, 128, 0, stream>>>(params);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace qinfer::cuda

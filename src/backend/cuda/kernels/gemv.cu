@@ -1,0 +1,109 @@
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/gemv.h"
+
+namespace qinfer::cuda {
+
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and output row
+
+__device__ __forceinline__ void store_output(float value, __nv_bfloat16* y) { *y = __float2bfloat16(value); }
+__device__ __forceinline__ void store_output(float value, float* y) { *y = value; }
+
+// A block computes kOutputs consecutive outputs for all rows; its 128 threads split k (interleaved 16-byte vectors)
+// and reduce through shuffles and shared memory. Small blocks keep the grid many waves deep on 132 SMs even for
+// the narrow o_proj/down_proj outputs (2560 / 2 = 1280 blocks).
+template <int kMaxRows, int kOutputs, typename OutT>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p) {
+  const int first_output = blockIdx.x * kOutputs;
+  const int k_vectors = p.k / 8;
+  const __nv_bfloat16* weight_rows[kOutputs];
+#pragma unroll
+  for (int o = 0; o < kOutputs; ++o)
+    weight_rows[o] = p.weight + static_cast<int64_t>(min(first_output + o, p.n - 1)) * p.k;
+
+  float acc[kMaxRows][kOutputs] = {};
+  for (int base = threadIdx.x; base < k_vectors; base += kThreads * kUnroll) {
+    uint4 w[kUnroll][kOutputs];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * kThreads;
+#pragma unroll
+      for (int o = 0; o < kOutputs; ++o) w[u][o] = v < k_vectors ? load_streaming(weight_rows[o] + v * 8) : uint4{};
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int v = base + u * kThreads;
+      if (v >= k_vectors) break;
+      float wf[kOutputs][8];
+#pragma unroll
+      for (int o = 0; o < kOutputs; ++o) {
+        Bf16x8 wv;
+        wv.raw = w[u][o];
+        bf16x8_to_float(wv, wf[o]);
+      }
+#pragma unroll
+      for (int m = 0; m < kMaxRows; ++m) {
+        if (m >= p.num_rows) break;
+        Bf16x8 xv;
+        xv.raw = __ldg(reinterpret_cast<const uint4*>(p.x + static_cast<int64_t>(m) * p.k + v * 8));
+        float xf[8];
+        bf16x8_to_float(xv, xf);
+#pragma unroll
+        for (int o = 0; o < kOutputs; ++o)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[m][o] = fmaf(wf[o][j], xf[j], acc[m][o]);
+      }
+    }
+  }
+
+  __shared__ float partial[kWarps][kMaxRows * kOutputs];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int m = 0; m < kMaxRows; ++m)
+#pragma unroll
+    for (int o = 0; o < kOutputs; ++o) {
+      const float sum = warp_sum(acc[m][o]);
+      if (lane == 0) partial[warp][m * kOutputs + o] = sum;
+    }
+  __syncthreads();
+  for (int index = threadIdx.x; index < p.num_rows * kOutputs; index += kThreads) {
+    const int m = index / kOutputs, o = index % kOutputs;
+    if (first_output + o >= p.n) continue;
+    float sum = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += partial[w][index];
+    store_output(sum, static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * p.n + first_output + o);
+  }
+}
+
+template <int kMaxRows, int kOutputs>
+void launch_rows(const GemvParams& p, cudaStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>((p.n + kOutputs - 1) / kOutputs);
+  if (p.y_fp32)
+    gemv_kernel<kMaxRows, kOutputs, float><<<blocks, kThreads, 0, stream>>>(p);
+  else
+    gemv_kernel<kMaxRows, kOutputs, __nv_bfloat16><<<blocks, kThreads, 0, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_gemv(const GemvParams& params, cudaStream_t stream) {
+  QINFER_CHECK(params.k % 8 == 0 && params.num_rows >= 1 && params.num_rows <= kGemvMaxRows && params.n > 0);
+  if (params.num_rows == 1)
+    launch_rows<1, 2>(params, stream);
+  else if (params.num_rows == 2)
+    launch_rows<2, 2>(params, stream);
+  else if (params.num_rows <= 4)
+    launch_rows<4, 2>(params, stream);
+  else if (params.num_rows <= 8)
+    launch_rows<8, 4>(params, stream);
+  else
+    launch_rows<16, 4>(params, stream);
+}
+
+}  // namespace qinfer::cuda

@@ -1,0 +1,248 @@
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/prefill_attention.h"
+
+namespace qinfer::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kBlockM = kWarps * 16;  // query rows per block: 16 per warp
+constexpr int kBlockN = 64;           // keys per tile
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Shared-memory tiles are [rows][head_dim] bf16 with the 16-byte chunk index XOR-swizzled by (row % 8), so that the
+// eight row addresses of an ldmatrix phase fall into different banks.
+template <int kHeadDim>
+__device__ __forceinline__ int swizzle(int row, int chunk) {
+  return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
+}
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* global, bool valid) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a * b for one m16n8k16 tile (bf16 inputs, fp32 accumulators).
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// Loads kBlockN keys and values starting at token `first` of the sequence into swizzled tiles; tokens at or past
+// `context_len` are zero-filled. Each thread owns one 16-byte chunk column and looks up the page of each of its rows
+// once for both K and V.
+template <int kHeadDim>
+__device__ __forceinline__ void load_kv_tiles(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, const int32_t* table,
+                                              int first, int context_len, int kv_head,
+                                              const PrefillAttentionParams& p) {
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  const int chunk = threadIdx.x % kChunks;
+#pragma unroll
+  for (int row = threadIdx.x / kChunks; row < kBlockN; row += kRowsPerPass) {
+    const int token = first + row;
+    const bool valid = token < context_len;
+    int64_t offset = 0;
+    if (valid) {
+      const int64_t page = table[token / p.block_size];
+      offset = ((page * p.num_kv_heads + kv_head) * p.block_size + token % p.block_size) * kHeadDim + chunk * 8;
+    }
+    cp_async_16(k_tile + swizzle<kHeadDim>(row, chunk), p.k_cache + offset, valid);
+    cp_async_16(v_tile + swizzle<kHeadDim>(row, chunk), p.v_cache + offset, valid);
+  }
+}
+
+// grid (ceil(max_q_len / kBlockM), num_heads, num_prefill); the heaviest (last) query blocks are scheduled first.
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAttentionParams p) {
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kDimBlocks = kHeadDim / 8;  // n-blocks of 8 output dimensions
+  const int m_block = gridDim.x - 1 - blockIdx.x, head = blockIdx.y, seq = blockIdx.z;
+  const int q_len = p.q_lens[seq];
+  if (m_block * kBlockM >= q_len) return;
+  const int cached = p.cached_lens[seq], q_start = p.q_starts[seq];
+  const int context_len = cached + q_len;
+  const int kv_head = head / (p.num_heads / p.num_kv_heads);
+  const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[seq]) * p.block_table_stride;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  __nv_bfloat16* q_tile = reinterpret_cast<__nv_bfloat16*>(shared_bytes);  // [kBlockM][kHeadDim]
+  __nv_bfloat16* k_tiles = q_tile + kBlockM * kHeadDim;                    // [2][kBlockN][kHeadDim]
+  __nv_bfloat16* v_tiles = k_tiles + 2 * kBlockN * kHeadDim;               // [2][kBlockN][kHeadDim]
+
+  for (int index = threadIdx.x; index < kBlockM * kChunks; index += kThreads) {
+    const int row = index / kChunks, chunk = index % kChunks;
+    const int q_index = m_block * kBlockM + row;
+    const bool valid = q_index < q_len;
+    const __nv_bfloat16* src =
+        p.q + (static_cast<int64_t>(q_start + (valid ? q_index : 0)) * p.num_heads + head) * kHeadDim + chunk * 8;
+    cp_async_16(q_tile + swizzle<kHeadDim>(row, chunk), src, valid);
+  }
+  // Keys up to the last query position of this block.
+  const int last_position = cached + min(q_len, (m_block + 1) * kBlockM) - 1;
+  const int num_tiles = last_position / kBlockN + 1;
+  load_kv_tiles<kHeadDim>(k_tiles, v_tiles, table, 0, context_len, kv_head, p);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+
+  uint32_t q_frag[kHeadDim / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    const int row = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+    ldmatrix_x4(q_frag[kk], q_tile + swizzle<kHeadDim>(row, kk * 2 + lane / 16));
+  }
+
+  // This thread's rows within the block: g and g + 8 of its warp's 16.
+  const int row_base = warp * 16 + lane / 4;
+  const int position[2] = {cached + m_block * kBlockM + row_base, cached + m_block * kBlockM + row_base + 8};
+  const int first_masked_tile = (cached + m_block * kBlockM) / kBlockN;  // earlier tiles need no causal mask
+  const float scale_log2 = p.scale * kLog2e;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
+  float o[kDimBlocks][4] = {};
+
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int buffer = tile % 2;
+    if (tile + 1 < num_tiles) {
+      load_kv_tiles<kHeadDim>(k_tiles + (1 - buffer) * kBlockN * kHeadDim, v_tiles + (1 - buffer) * kBlockN * kHeadDim,
+                              table, (tile + 1) * kBlockN, context_len, kv_head, p);
+    }
+    cp_async_commit();
+    const __nv_bfloat16* k_tile = k_tiles + buffer * kBlockN * kHeadDim;
+    const __nv_bfloat16* v_tile = v_tiles + buffer * kBlockN * kHeadDim;
+
+    float s[kBlockN / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+#pragma unroll
+      for (int pair = 0; pair < kBlockN / 16; ++pair) {
+        uint32_t b[4];
+        const int row = pair * 16 + (lane % 8) + (lane / 16) * 8;
+        ldmatrix_x4(b, k_tile + swizzle<kHeadDim>(row, kk * 2 + (lane / 8) % 2));
+        mma_bf16(s[2 * pair], q_frag[kk], b[0], b[1]);
+        mma_bf16(s[2 * pair + 1], q_frag[kk], b[2], b[3]);
+      }
+    }
+
+    const bool needs_mask = tile >= first_masked_tile;
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nb = 0; nb < kBlockN / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
+        float value = s[nb][e] * scale_log2;
+        if (needs_mask && key > position[e / 2]) value = -INFINITY;
+        s[nb][e] = value;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
+      }
+    float correction[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      const float new_max = fmaxf(row_max[r], tile_max[r]);
+      correction[r] = row_max[r] == -INFINITY ? 0.0f : exp2f(row_max[r] - new_max);
+      row_max[r] = new_max;
+      row_sum[r] *= correction[r];
+    }
+#pragma unroll
+    for (int nb = 0; nb < kDimBlocks; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[nb][e] *= correction[e / 2];
+#pragma unroll
+    for (int nb = 0; nb < kBlockN / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float m = row_max[e / 2];
+        const float prob = m == -INFINITY ? 0.0f : exp2f(s[nb][e] - m);
+        s[nb][e] = prob;
+        row_sum[e / 2] += prob;
+      }
+
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint32_t a[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+                             pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int pair = 0; pair < kHeadDim / 16; ++pair) {
+        uint32_t b[4];
+        const int row = kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+        ldmatrix_x4_trans(b, v_tile + swizzle<kHeadDim>(row, pair * 2 + lane / 16));
+        mma_bf16(o[2 * pair], a, b[0], b[1]);
+        mma_bf16(o[2 * pair + 1], a, b[2], b[3]);
+      }
+    }
+    cp_async_wait_all();
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int q_index = m_block * kBlockM + row_base + r * 8;
+    if (q_index >= q_len) continue;
+    const float inv_sum = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f;
+    __nv_bfloat16* dst = p.out + (static_cast<int64_t>(q_start + q_index) * p.num_heads + head) * kHeadDim;
+#pragma unroll
+    for (int nb = 0; nb < kDimBlocks; ++nb)
+      *reinterpret_cast<__nv_bfloat162*>(dst + nb * 8 + (lane % 4) * 2) =
+          __floats2bfloat162_rn(o[nb][2 * r] * inv_sum, o[nb][2 * r + 1] * inv_sum);
+  }
+}
+
+template <int kHeadDim>
+void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
+  constexpr int kSharedBytes = (kBlockM + 4 * kBlockN) * kHeadDim * 2;
+  CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kSharedBytes));
+  const dim3 grid((p.max_q_len + kBlockM - 1) / kBlockM, p.num_heads, p.num_prefill);
+  prefill_attention_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {
+  if (params.num_prefill == 0) return;
+  QINFER_CHECK(params.num_heads % params.num_kv_heads == 0);
+  if (params.head_dim == 128)
+    launch_for_head_dim<128>(params, stream);
+  else if (params.head_dim == 64)
+    launch_for_head_dim<64>(params, stream);
+  else
+    QINFER_CHECK(false, "head_dim must be 64 or 128");
+}
+
+}  // namespace qinfer::cuda

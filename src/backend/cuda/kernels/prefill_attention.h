@@ -1,0 +1,36 @@
+// Causal prefill attention over the paged KV cache on tensor cores (FlashAttention-2 style: mma.sync m16n8k16 bf16,
+// online softmax in fp32). Queries of a sequence are its new tokens at positions [num_cached, num_cached +
+// num_tokens); keys are read through the block table, so cached prefixes and earlier chunks are attended to.
+// The new tokens' K/V must already be in the cache.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace qinfer::cuda {
+
+struct PrefillAttentionParams {
+  const __nv_bfloat16* q = nullptr;        // [num_tokens, num_heads, head_dim]
+  const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
+  const __nv_bfloat16* v_cache = nullptr;  // same layout
+  const int32_t* block_tables = nullptr;   // [num_sequences, block_table_stride]
+  const int32_t* table_rows = nullptr;     // [num_prefill] row of block_tables per prefill sequence
+  const int32_t* q_starts = nullptr;       // [num_prefill] first token row of the sequence in q / out
+  const int32_t* q_lens = nullptr;         // [num_prefill] new tokens
+  const int32_t* cached_lens = nullptr;    // [num_prefill] tokens before them in the cache
+  __nv_bfloat16* out = nullptr;            // [num_tokens, num_heads, head_dim]
+  int block_table_stride = 0;
+  int num_prefill = 0;
+  int max_q_len = 0;  // largest q_lens entry: sizes the grid
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;  // 64 or 128
+  int block_size = 0;
+  float scale = 0;
+};
+
+void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream);
+
+}  // namespace qinfer::cuda

@@ -1,0 +1,32 @@
+// Per head of the fused QKV projection: RMSNorm of q and k over head_dim (q_norm / k_norm), rotate-half RoPE at the
+// token's position, then q goes to a packed buffer and k, v into the paged KV cache.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace qinfer::cuda {
+
+struct QkNormRopeCacheWriteParams {
+  const __nv_bfloat16* qkv = nullptr;     // [num_tokens, (num_heads + 2*num_kv_heads) * head_dim]: q | k | v
+  const int32_t* positions = nullptr;     // [num_tokens]
+  const int64_t* slots = nullptr;         // [num_tokens] block * block_size + offset in block
+  const __nv_bfloat16* q_norm = nullptr;  // [head_dim]
+  const __nv_bfloat16* k_norm = nullptr;  // [head_dim]
+  const float* inv_freq = nullptr;        // [head_dim / 2] theta^(-2i/head_dim)
+  __nv_bfloat16* q_out = nullptr;         // [num_tokens, num_heads, head_dim]
+  __nv_bfloat16* k_cache = nullptr;       // [num_blocks, num_kv_heads, block_size, head_dim] (this layer)
+  __nv_bfloat16* v_cache = nullptr;       // same layout as k_cache
+  int num_tokens = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;  // 64 or 128
+  int block_size = 0;
+  float eps = 1e-6f;
+};
+
+void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, cudaStream_t stream);
+
+}  // namespace qinfer::cuda

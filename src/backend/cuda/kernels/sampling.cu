@@ -1,0 +1,266 @@
+#include <cfloat>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/sampling.h"
+
+namespace qinfer::cuda {
+
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRadixBins = 256;
+
+// Philox4x32-10, key = seed, counter = (step, 0): the same bits as sampling_uniform() on the host.
+__device__ float philox_uniform(uint64_t seed, uint64_t step) {
+  uint32_t c0 = static_cast<uint32_t>(step), c1 = static_cast<uint32_t>(step >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0;
+    const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;
+    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
+    const uint32_t n1 = static_cast<uint32_t>(p1);
+    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+    const uint32_t n3 = static_cast<uint32_t>(p0);
+    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return static_cast<float>(c0 >> 8) * 0x1p-24f;
+}
+
+// Total order of candidates: larger value first, lower id first among equal values; every key is distinct.
+__device__ __forceinline__ uint64_t order_key(float value, int id) {
+  const uint32_t bits = __float_as_uint(value);
+  const uint32_t ordered = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+  return (static_cast<uint64_t>(ordered) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(id));
+}
+__device__ __forceinline__ int key_id(uint64_t key) {
+  return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key));
+}
+
+struct SharedScratch {
+  double doubles[kWarps];
+  float floats[kWarps];
+  unsigned long long keys[kWarps];
+  double bins[kRadixBins];
+  unsigned long long selected_key;
+  double mass_above;
+  int token;
+};
+
+__device__ float block_max(float v, SharedScratch& s) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) s.floats[threadIdx.x / 32] = v;
+  __syncthreads();
+  float r = s.floats[0];
+  for (int w = 1; w < kWarps; ++w) r = fmaxf(r, s.floats[w]);
+  return r;
+}
+
+__device__ double block_sum(double v, SharedScratch& s) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) s.doubles[threadIdx.x / 32] = v;
+  __syncthreads();
+  double r = 0;
+  for (int w = 0; w < kWarps; ++w) r += s.doubles[w];
+  return r;
+}
+
+__device__ unsigned long long block_max_key(unsigned long long v, SharedScratch& s) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = other > v ? other : v;
+  }
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) s.keys[threadIdx.x / 32] = v;
+  __syncthreads();
+  unsigned long long r = s.keys[0];
+  for (int w = 1; w < kWarps; ++w) r = s.keys[w] > r ? s.keys[w] : r;
+  return r;
+}
+
+// Exclusive prefix sum over the block in thread order.
+__device__ double block_exclusive_scan(double v, SharedScratch& s) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  double inclusive = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    const double other = __shfl_up_sync(0xffffffffu, inclusive, o);
+    if (lane >= o) inclusive += other;
+  }
+  __syncthreads();
+  if (lane == 31) s.doubles[warp] = inclusive;
+  __syncthreads();
+  double warp_offset = 0;
+  for (int w = 0; w < warp; ++w) warp_offset += s.doubles[w];
+  return warp_offset + inclusive - v;
+}
+
+// The largest key T such that the measure (count, or probability mass when by_mass) of the elements with
+// floor_key <= key and key >= T reaches `target`: radix descent over the 64-bit key, 8 bits at a time.
+__device__ uint64_t radix_select(const float* work, const float* probs, int vocab, uint64_t floor_key, double target,
+                                 bool by_mass, SharedScratch& s) {
+  uint64_t prefix = 0, prefix_mask = 0;
+  if (threadIdx.x == 0) s.mass_above = 0;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < kRadixBins; b += kThreads) s.bins[b] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+      const uint64_t key = order_key(work[i], i);
+      if (key >= floor_key && (key & prefix_mask) == prefix)
+        atomicAdd(&s.bins[(key >> shift) & 0xff], by_mass ? static_cast<double>(probs[i]) : 1.0);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double cumulative = s.mass_above;
+      int chosen = -1, lowest_nonempty = 0;
+      for (int b = kRadixBins - 1; b >= 0; --b) {
+        if (s.bins[b] == 0) continue;
+        lowest_nonempty = b;
+        if (cumulative + s.bins[b] >= target) {
+          chosen = b;
+          break;
+        }
+        cumulative += s.bins[b];
+      }
+      if (chosen < 0) chosen = lowest_nonempty;  // rounding left the target out of reach: take everything
+      s.mass_above = cumulative;
+      s.selected_key = prefix | (static_cast<uint64_t>(chosen) << shift);
+    }
+    __syncthreads();
+    prefix = s.selected_key;
+    prefix_mask |= static_cast<uint64_t>(0xff) << shift;
+  }
+  return prefix;
+}
+
+__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams p) {
+  __shared__ SharedScratch shared;
+  const int row = blockIdx.x;
+  const DeviceSamplingParams sp = p.params[row];
+  const float* logits = p.logits + static_cast<int64_t>(row) * p.vocab;
+  float* work = p.work + static_cast<int64_t>(row) * p.vocab;
+  float* probs = p.probs + static_cast<int64_t>(row) * p.vocab;
+  SampledToken& result = p.results[row];
+
+  // Log-softmax normaliser of the raw logits (double accumulation, as the host reference).
+  float local_max = -INFINITY;
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+    const float x = logits[i];
+    work[i] = x;
+    local_max = fmaxf(local_max, x);
+  }
+  const float max_logit = block_max(local_max, shared);
+  double local_sum = 0;
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) local_sum += exp(static_cast<double>(logits[i] - max_logit));
+  const float log_norm = max_logit + static_cast<float>(log(block_sum(local_sum, shared)));
+
+  // Penalties (entries are distinct tokens, so no two threads touch one logit).
+  __syncthreads();
+  for (int e = sp.penalty_begin + threadIdx.x; e < sp.penalty_end; e += kThreads) {
+    const PenaltyEntry entry = p.penalties[e];
+    float x = work[entry.token];
+    if (sp.repetition_penalty != 1.0f) x = x > 0 ? x / sp.repetition_penalty : x * sp.repetition_penalty;
+    if (entry.output_count > 0 && (sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f))
+      x -= sp.presence_penalty + sp.frequency_penalty * static_cast<float>(entry.output_count);
+    work[entry.token] = x;
+  }
+  __syncthreads();
+
+  int token;
+  if (sp.temperature <= 0.0f) {
+    unsigned long long best = 0;
+    for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+      const unsigned long long key = order_key(work[i], i);
+      best = key > best ? key : best;
+    }
+    token = key_id(block_max_key(best, shared));
+  } else {
+    local_max = -INFINITY;
+    for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+      const float x = work[i] / sp.temperature;
+      work[i] = x;
+      local_max = fmaxf(local_max, x);
+    }
+    const float top = block_max(local_max, shared);
+    uint64_t threshold = 0;  // candidates: order_key >= threshold
+    if (sp.top_k > 0 && sp.top_k < p.vocab)
+      threshold = radix_select(work, probs, p.vocab, 0, static_cast<double>(sp.top_k), false, shared);
+    if (sp.top_p < 1.0f) {
+      double kept_mass = 0;
+      for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+        const float prob = expf(work[i] - top);
+        probs[i] = prob;
+        if (order_key(work[i], i) >= threshold) kept_mass += prob;
+      }
+      const double total = block_sum(kept_mass, shared);
+      threshold = radix_select(work, probs, p.vocab, threshold, static_cast<double>(sp.top_p) * total, true, shared);
+    }
+
+    // Inverse CDF over the candidates in ascending id order: each thread owns a contiguous range of ids.
+    const int chunk = (p.vocab + kThreads - 1) / kThreads;
+    const int begin = min(p.vocab, static_cast<int>(threadIdx.x) * chunk), end = min(p.vocab, begin + chunk);
+    auto candidate_mass = [&](int i) -> double {
+      if (order_key(work[i], i) < threshold) return 0.0;
+      const double prob = exp(static_cast<double>(work[i] - top));
+      return sp.min_p > 0.0f && prob < static_cast<double>(sp.min_p) ? 0.0 : prob;
+    };
+    double own = 0;
+    unsigned long long last_candidate = 0;
+    for (int i = begin; i < end; ++i) {
+      const double m = candidate_mass(i);
+      own += m;
+      if (m > 0) last_candidate = static_cast<unsigned long long>(i);
+    }
+    const double before = block_exclusive_scan(own, shared);
+    const double total = block_sum(own, shared);
+    const int fallback = static_cast<int>(block_max_key(last_candidate, shared));
+    if (threadIdx.x == 0) shared.token = fallback;
+    __syncthreads();
+    const double target = static_cast<double>(philox_uniform(sp.seed, sp.step)) * total;
+    if (before <= target && before + own > target) {
+      double cumulative = before;
+      for (int i = begin; i < end; ++i) {
+        cumulative += candidate_mass(i);
+        if (cumulative > target) {
+          shared.token = i;
+          break;
+        }
+      }
+    }
+    __syncthreads();
+    token = shared.token;
+  }
+
+  // Top logprobs of the raw logits: repeated block argmax below the previous key.
+  unsigned long long previous = ~0ull;
+  for (int n = 0; n < sp.num_top_logprobs; ++n) {
+    unsigned long long best = 0;
+    for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+      const unsigned long long key = order_key(logits[i], i);
+      if (key < previous && key > best) best = key;
+    }
+    previous = block_max_key(best, shared);
+    if (threadIdx.x == 0) {
+      const int id = key_id(previous);
+      result.top_tokens[n] = id;
+      result.top_logprobs[n] = logits[id] - log_norm;
+    }
+  }
+  if (threadIdx.x == 0) {
+    result.token = token;
+    result.logprob = logits[token] - log_norm;
+  }
+}
+
+}  // namespace
+
+void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream) {
+  if (params.num_rows == 0) return;
+  sampling_kernel<<<params.num_rows, kThreads, 0, stream>>>(params);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace qinfer::cuda

@@ -1,0 +1,55 @@
+// Sampling on the GPU, one block per sequence: penalties, temperature, top-k, top-p, min-p, seeded inverse-CDF draw,
+// the chosen token's logprob and the top logprobs. Computes what backend/sampling.h's sample_token() defines; only the
+// results come back to the host.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace qinfer::cuda {
+
+constexpr int kMaxTopLogprobs = 20;
+
+struct DeviceSamplingParams {
+  float temperature = 1.0f;  // 0: greedy
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int num_top_logprobs = 0;
+  uint64_t seed = 0;
+  uint64_t step = 0;
+  int32_t penalty_begin = 0;  // range of this row's entries in `penalties`
+  int32_t penalty_end = 0;
+};
+
+// A token of the history: repetition penalty applies to every entry, presence/frequency when output_count > 0.
+struct PenaltyEntry {
+  int32_t token = 0;
+  int32_t output_count = 0;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  float logprob = 0;
+  int32_t top_tokens[kMaxTopLogprobs];
+  float top_logprobs[kMaxTopLogprobs];
+};
+
+struct SamplingKernelParams {
+  const float* logits = nullptr;                 // [num_rows, vocab], left unchanged
+  float* work = nullptr;                         // [num_rows, vocab] scratch: processed logits
+  float* probs = nullptr;                        // [num_rows, vocab] scratch: exp(work - max)
+  const DeviceSamplingParams* params = nullptr;  // [num_rows]
+  const PenaltyEntry* penalties = nullptr;       // [total entries]
+  SampledToken* results = nullptr;               // [num_rows]
+  int num_rows = 0;
+  int vocab = 0;
+};
+
+void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream);
+
+}  // namespace qinfer::cuda

@@ -1,0 +1,18 @@
+// SwiGLU of the fused gate/up projection: out = silu(gate) * up.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace qinfer::cuda {
+
+struct SwigluParams {
+  const __nv_bfloat16* gate_up = nullptr;  // [num_tokens, 2 * intermediate]: gate | up
+  __nv_bfloat16* out = nullptr;            // [num_tokens, intermediate]
+  int num_tokens = 0;
+  int intermediate = 0;  // multiple of 8
+};
+
+void launch_swiglu(const SwigluParams& params, cudaStream_t stream);
+
+}  // namespace qinfer::cuda

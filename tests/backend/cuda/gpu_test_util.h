@@ -1,0 +1,84 @@
+// Helpers for GPU tests: skip without a GPU, device arrays, random bf16 data, error norms.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
+#include "util/half.h"
+
+#define SKIP_WITHOUT_GPU()                                                    \
+  do {                                                                        \
+    const std::string gpu_reason = ::qinfer::cuda_unavailable_reason();       \
+    if (!gpu_reason.empty()) GTEST_SKIP() << "no usable GPU: " << gpu_reason; \
+  } while (0)
+
+namespace qinfer::cuda::testing {
+
+// Device copy of a host vector; download() reads it back.
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(const std::vector<T>& host) : size_(host.size()), buffer_(host.size() * sizeof(T), "test") {
+    CUDA_CHECK(cudaMemcpy(buffer_.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  // Filled with the byte 0xFF: NaN for floats and bf16, so unwritten outputs fail every comparison.
+  explicit DeviceArray(size_t size) : size_(size), buffer_(size * sizeof(T), "test") {
+    CUDA_CHECK(cudaMemset(buffer_.data(), 0xFF, size * sizeof(T)));
+  }
+  T* get() const { return buffer_.as<T>(); }
+  std::vector<T> download() const {
+    std::vector<T> host(size_);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(host.data(), buffer_.data(), size_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+
+ private:
+  size_t size_;
+  DeviceBuffer buffer_;
+};
+
+inline std::vector<__nv_bfloat16> random_bf16(size_t n, std::mt19937& rng, float scale = 1.0f, float offset = 0.0f) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<__nv_bfloat16> v(n);
+  for (auto& x : v) {
+    __nv_bfloat16_raw raw;
+    raw.x = float_to_bf16(dist(rng) + offset);
+    x = raw;
+  }
+  return v;
+}
+
+inline float to_float(__nv_bfloat16 x) { return bf16_to_float(static_cast<__nv_bfloat16_raw>(x).x); }
+inline float to_float(float x) { return x; }
+
+inline std::vector<double> to_double(const std::vector<__nv_bfloat16>& v) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_float(v[i]);
+  return out;
+}
+
+// ||out - ref|| / ||ref||; infinity when any output is not finite (unwritten, poisoned, NaN).
+template <typename T>
+double relative_error(const std::vector<T>& out, const std::vector<double>& ref) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double o = to_float(out[i]);
+    if (!std::isfinite(o)) return INFINITY;
+    diff += (o - ref[i]) * (o - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+}  // namespace qinfer::cuda::testing

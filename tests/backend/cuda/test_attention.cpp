@@ -1,0 +1,184 @@
+// Paged decode and prefill attention against a float64 reference over a random paged KV cache.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/prefill_attention.h"
+#include "gpu_test_util.h"
+
+namespace qinfer::cuda {
+namespace {
+
+using testing::DeviceArray;
+using testing::random_bf16;
+using testing::relative_error;
+
+struct AttentionShape {
+  int head_dim, num_heads, num_kv_heads;
+};
+
+// A random paged cache and block tables whose blocks are scattered over the pool.
+struct PagedCache {
+  static constexpr int kBlockSize = 16;
+  AttentionShape shape;
+  int num_blocks;
+  std::vector<__nv_bfloat16> k, v;  // [num_blocks, num_kv_heads, block_size, head_dim]
+  std::vector<int32_t> tables;      // [num_sequences, stride]
+  int stride;
+
+  PagedCache(AttentionShape s, const std::vector<int>& context_lens, std::mt19937& rng) : shape(s) {
+    stride = 0;
+    for (int len : context_lens) stride = std::max(stride, (len + kBlockSize - 1) / kBlockSize);
+    num_blocks = stride * static_cast<int>(context_lens.size()) + 3;
+    const size_t elements = static_cast<size_t>(num_blocks) * s.num_kv_heads * kBlockSize * s.head_dim;
+    k = random_bf16(elements, rng);
+    v = random_bf16(elements, rng);
+    std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    tables.assign(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(stride * context_lens.size()));
+  }
+  double at(const std::vector<__nv_bfloat16>& cache, int seq, int token, int kv_head, int d) const {
+    const int64_t block = tables[static_cast<size_t>(seq) * stride + token / kBlockSize];
+    return testing::to_float(
+        cache[((block * shape.num_kv_heads + kv_head) * kBlockSize + token % kBlockSize) * shape.head_dim + d]);
+  }
+};
+
+// out [head_dim] of one query head attending to keys [0, num_keys) of a sequence.
+std::vector<double> reference_attention(const PagedCache& cache, const __nv_bfloat16* q, int seq, int head,
+                                        int num_keys) {
+  const AttentionShape& s = cache.shape;
+  const int kv_head = head / (s.num_heads / s.num_kv_heads);
+  std::vector<double> scores(static_cast<size_t>(num_keys));
+  double max_score = -INFINITY;
+  for (int t = 0; t < num_keys; ++t) {
+    double dot = 0;
+    for (int d = 0; d < s.head_dim; ++d) dot += testing::to_float(q[d]) * cache.at(cache.k, seq, t, kv_head, d);
+    scores[t] = dot / std::sqrt(static_cast<double>(s.head_dim));
+    max_score = std::max(max_score, scores[t]);
+  }
+  double sum = 0;
+  for (double& x : scores) sum += x = std::exp(x - max_score);
+  std::vector<double> out(static_cast<size_t>(s.head_dim), 0.0);
+  for (int t = 0; t < num_keys; ++t)
+    for (int d = 0; d < s.head_dim; ++d) out[d] += scores[t] / sum * cache.at(cache.v, seq, t, kv_head, d);
+  return out;
+}
+
+class DecodeAttentionTest : public ::testing::TestWithParam<std::tuple<AttentionShape, int>> {};
+
+TEST_P(DecodeAttentionTest, MatchesReference) {
+  SKIP_WITHOUT_GPU();
+  const auto [shape, num_sms] = GetParam();
+  std::mt19937 rng(shape.head_dim + num_sms);
+  const std::vector<int> context_lens = {1, 17, 64, 300, 1000, 2049};
+  const int seqs = static_cast<int>(context_lens.size());
+  PagedCache cache(shape, context_lens, rng);
+  const auto q = random_bf16(static_cast<size_t>(seqs) * shape.num_heads * shape.head_dim, rng, 2.0f);
+  std::vector<int32_t> rows(static_cast<size_t>(seqs));
+  std::iota(rows.begin(), rows.end(), 0);
+
+  DeviceArray<__nv_bfloat16> dq(q), dk(cache.k), dv(cache.v), out(q.size());
+  DeviceArray<int32_t> dtables(cache.tables), drows(rows), dlens(context_lens);
+  const size_t split_rows = static_cast<size_t>(seqs + 2 * num_sms);
+  DeviceArray<float> split_out(split_rows * shape.num_heads * shape.head_dim), split_lse(split_rows * shape.num_heads);
+  DecodeAttentionParams p;
+  p.q = dq.get();
+  p.k_cache = dk.get();
+  p.v_cache = dv.get();
+  p.block_tables = dtables.get();
+  p.table_rows = drows.get();
+  p.q_rows = drows.get();
+  p.context_lens = dlens.get();
+  p.out = out.get();
+  p.split_out = split_out.get();
+  p.split_lse = split_lse.get();
+  p.block_table_stride = cache.stride;
+  p.num_decode = seqs;
+  p.num_heads = shape.num_heads;
+  p.num_kv_heads = shape.num_kv_heads;
+  p.head_dim = shape.head_dim;
+  p.block_size = PagedCache::kBlockSize;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  plan_decode_attention_splits(p, 2049, num_sms);
+  ASSERT_LE(static_cast<size_t>(p.num_decode * p.num_splits), split_rows);
+  launch_decode_attention(p, nullptr);
+
+  std::vector<double> ref;
+  for (int s = 0; s < seqs; ++s)
+    for (int h = 0; h < shape.num_heads; ++h) {
+      auto o = reference_attention(cache, &q[(static_cast<size_t>(s) * shape.num_heads + h) * shape.head_dim], s, h,
+                                   context_lens[s]);
+      ref.insert(ref.end(), o.begin(), o.end());
+    }
+  EXPECT_LT(relative_error(out.download(), ref), 1e-2) << "splits " << p.num_splits;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
+                         ::testing::Combine(::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1},
+                                                              AttentionShape{64, 6, 2}),
+                                            ::testing::Values(1, 132)));
+
+class PrefillAttentionTest : public ::testing::TestWithParam<AttentionShape> {};
+
+TEST_P(PrefillAttentionTest, MatchesReferenceWithCachedPrefixes) {
+  SKIP_WITHOUT_GPU();
+  const AttentionShape shape = GetParam();
+  std::mt19937 rng(shape.head_dim * 7 + shape.num_heads);
+  // (cached, new) tokens per sequence: a fresh prompt, a short chunk after a prefix, a long chunk, one token.
+  const std::vector<int> cached = {0, 37, 200, 64, 0}, q_lens = {100, 5, 130, 1, 64};
+  std::vector<int> context_lens, q_starts;
+  int total = 0;
+  for (size_t i = 0; i < cached.size(); ++i) {
+    context_lens.push_back(cached[i] + q_lens[i]);
+    q_starts.push_back(total);
+    total += q_lens[i];
+  }
+  const int seqs = static_cast<int>(cached.size());
+  PagedCache cache(shape, context_lens, rng);
+  const auto q = random_bf16(static_cast<size_t>(total) * shape.num_heads * shape.head_dim, rng, 2.0f);
+  std::vector<int32_t> table_rows(static_cast<size_t>(seqs));
+  std::iota(table_rows.begin(), table_rows.end(), 0);
+
+  DeviceArray<__nv_bfloat16> dq(q), dk(cache.k), dv(cache.v), out(q.size());
+  DeviceArray<int32_t> dtables(cache.tables), drows(table_rows), dstarts(q_starts), dlens(q_lens), dcached(cached);
+  PrefillAttentionParams p;
+  p.q = dq.get();
+  p.k_cache = dk.get();
+  p.v_cache = dv.get();
+  p.block_tables = dtables.get();
+  p.table_rows = drows.get();
+  p.q_starts = dstarts.get();
+  p.q_lens = dlens.get();
+  p.cached_lens = dcached.get();
+  p.out = out.get();
+  p.block_table_stride = cache.stride;
+  p.num_prefill = seqs;
+  p.max_q_len = *std::max_element(q_lens.begin(), q_lens.end());
+  p.num_heads = shape.num_heads;
+  p.num_kv_heads = shape.num_kv_heads;
+  p.head_dim = shape.head_dim;
+  p.block_size = PagedCache::kBlockSize;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  launch_prefill_attention(p, nullptr);
+
+  std::vector<double> ref;
+  for (int s = 0; s < seqs; ++s)
+    for (int i = 0; i < q_lens[s]; ++i)
+      for (int h = 0; h < shape.num_heads; ++h) {
+        const size_t row = static_cast<size_t>(q_starts[s] + i);
+        auto o = reference_attention(cache, &q[(row * shape.num_heads + h) * shape.head_dim], s, h, cached[s] + i + 1);
+        ref.insert(ref.end(), o.begin(), o.end());
+      }
+  EXPECT_LT(relative_error(out.download(), ref), 1e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PrefillAttentionTest,
+                         ::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1},
+                                           AttentionShape{64, 6, 2}));
+
+}  // namespace
+}  // namespace qinfer::cuda

@@ -1,0 +1,245 @@
+// Element-wise and linear kernels against float64 references on random inputs, outputs poisoned beforehand.
+#include <gtest/gtest.h>
+
+#include "backend/cuda/cublaslt_gemm.h"
+#include "backend/cuda/kernels/embedding.h"
+#include "backend/cuda/kernels/fused_add_rmsnorm.h"
+#include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
+#include "backend/cuda/kernels/swiglu.h"
+#include "gpu_test_util.h"
+
+namespace qinfer::cuda {
+namespace {
+
+using testing::DeviceArray;
+using testing::random_bf16;
+using testing::relative_error;
+using testing::to_double;
+
+constexpr double kBf16Tolerance = 1e-2;
+
+std::vector<double> reference_linear(const std::vector<double>& x, const std::vector<double>& w, int m, int n, int k) {
+  std::vector<double> y(static_cast<size_t>(m) * n);
+  for (int r = 0; r < m; ++r)
+    for (int o = 0; o < n; ++o) {
+      double sum = 0;
+      for (int i = 0; i < k; ++i) sum += x[static_cast<size_t>(r) * k + i] * w[static_cast<size_t>(o) * k + i];
+      y[static_cast<size_t>(r) * n + o] = sum;
+    }
+  return y;
+}
+
+struct LinearShape {
+  int m, n, k;
+};
+
+class GemvTest : public ::testing::TestWithParam<LinearShape> {};
+
+TEST_P(GemvTest, MatchesReference) {
+  SKIP_WITHOUT_GPU();
+  const auto [m, n, k] = GetParam();
+  std::mt19937 rng(m * 1000 + n + k);
+  const auto x = random_bf16(static_cast<size_t>(m) * k, rng);
+  const auto w = random_bf16(static_cast<size_t>(n) * k, rng, 1.0f / std::sqrt(static_cast<float>(k)));
+  DeviceArray<__nv_bfloat16> dx(x), dw(w), dy(static_cast<size_t>(m) * n);
+  DeviceArray<float> dy32(static_cast<size_t>(m) * n);
+  launch_gemv({dx.get(), dw.get(), dy.get(), false, m, n, k}, nullptr);
+  launch_gemv({dx.get(), dw.get(), dy32.get(), true, m, n, k}, nullptr);
+  const auto ref = reference_linear(to_double(x), to_double(w), m, n, k);
+  EXPECT_LT(relative_error(dy.download(), ref), kBf16Tolerance);
+  EXPECT_LT(relative_error(dy32.download(), ref), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
+                         ::testing::Values(LinearShape{1, 1, 8}, LinearShape{1, 257, 520}, LinearShape{2, 96, 2560},
+                                           LinearShape{3, 130, 1032}, LinearShape{5, 64, 4096},
+                                           LinearShape{8, 33, 9728}, LinearShape{16, 77, 2560},
+                                           LinearShape{11, 512, 64}));
+
+TEST(CublasLtGemm, MatchesReference) {
+  SKIP_WITHOUT_GPU();
+  CublasLtGemm gemm;
+  std::mt19937 rng(7);
+  for (auto [m, n, k] : {LinearShape{17, 96, 256}, LinearShape{100, 200, 512}, LinearShape{33, 1000, 64}}) {
+    const auto x = random_bf16(static_cast<size_t>(m) * k, rng);
+    const auto w = random_bf16(static_cast<size_t>(n) * k, rng, 0.1f);
+    DeviceArray<__nv_bfloat16> dx(x), dw(w), dy(static_cast<size_t>(m) * n);
+    DeviceArray<float> dy32(static_cast<size_t>(m) * n);
+    gemm.matmul(dx.get(), dw.get(), dy.get(), false, m, n, k, nullptr);
+    gemm.matmul(dx.get(), dw.get(), dy32.get(), true, m, n, k, nullptr);
+    const auto ref = reference_linear(to_double(x), to_double(w), m, n, k);
+    EXPECT_LT(relative_error(dy.download(), ref), kBf16Tolerance) << m << "x" << n << "x" << k;
+    EXPECT_LT(relative_error(dy32.download(), ref), 1e-5) << m << "x" << n << "x" << k;
+  }
+}
+
+TEST(Embedding, GathersRows) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(1);
+  const int vocab = 1000, hidden = 264;
+  const auto table = random_bf16(static_cast<size_t>(vocab) * hidden, rng);
+  const std::vector<int32_t> ids = {5, 999, 0, 5, 123};
+  DeviceArray<__nv_bfloat16> dtable(table);
+  DeviceArray<int32_t> dids(ids);
+  DeviceArray<float> out(ids.size() * hidden);
+  launch_embedding({dids.get(), dtable.get(), out.get(), static_cast<int>(ids.size()), hidden}, nullptr);
+  std::vector<double> ref;
+  for (int32_t id : ids)
+    for (int i = 0; i < hidden; ++i) ref.push_back(testing::to_float(table[static_cast<size_t>(id) * hidden + i]));
+  EXPECT_EQ(relative_error(out.download(), ref), 0.0);
+}
+
+TEST(FusedAddRmsNorm, AddsNormalisesAndGathers) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(2);
+  const int rows = 7, hidden = 2560;
+  const float eps = 1e-6f;
+  std::vector<float> residual(static_cast<size_t>(rows) * hidden);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  for (auto& x : residual) x = dist(rng);
+  const auto delta = random_bf16(residual.size(), rng);
+  const auto weight = random_bf16(hidden, rng, 0.25f, 1.0f);
+  std::vector<double> sum(residual.size()), ref(residual.size());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = residual[i] + testing::to_float(delta[i]);
+  for (int r = 0; r < rows; ++r) {
+    double squares = 0;
+    for (int i = 0; i < hidden; ++i) squares += sum[static_cast<size_t>(r) * hidden + i] * sum[r * hidden + i];
+    const double inv = 1.0 / std::sqrt(squares / hidden + eps);
+    for (int i = 0; i < hidden; ++i)
+      ref[static_cast<size_t>(r) * hidden + i] = sum[r * hidden + i] * inv * testing::to_float(weight[i]);
+  }
+  DeviceArray<float> dres(residual);
+  DeviceArray<__nv_bfloat16> ddelta(delta), dweight(weight), out(residual.size());
+  FusedAddRmsNormParams p;
+  p.residual = dres.get();
+  p.delta = ddelta.get();
+  p.weight = dweight.get();
+  p.out = out.get();
+  p.num_rows = rows;
+  p.hidden = hidden;
+  p.eps = eps;
+  launch_fused_add_rmsnorm(p, nullptr);
+  EXPECT_LT(relative_error(out.download(), ref), kBf16Tolerance);
+  EXPECT_LT(relative_error(dres.download(), sum), 1e-7);
+
+  // Gathered rows without writing the residual back (final norm): rows 6 and 2 of the updated stream.
+  const std::vector<int32_t> rows_wanted = {6, 2};
+  DeviceArray<int32_t> drows(rows_wanted);
+  DeviceArray<__nv_bfloat16> gathered(2 * static_cast<size_t>(hidden));
+  FusedAddRmsNormParams g = p;
+  g.delta = nullptr;
+  g.row_index = drows.get();
+  g.write_residual = false;
+  g.num_rows = 2;
+  g.out = gathered.get();
+  launch_fused_add_rmsnorm(g, nullptr);
+  std::vector<double> gathered_ref;
+  for (int r : rows_wanted)
+    gathered_ref.insert(gathered_ref.end(), ref.begin() + static_cast<ptrdiff_t>(r) * hidden,
+                        ref.begin() + static_cast<ptrdiff_t>(r + 1) * hidden);
+  EXPECT_LT(relative_error(gathered.download(), gathered_ref), kBf16Tolerance);
+}
+
+TEST(Swiglu, MatchesReference) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(3);
+  const int tokens = 5, inter = 9728;
+  const auto gate_up = random_bf16(static_cast<size_t>(tokens) * 2 * inter, rng, 4.0f);
+  std::vector<double> ref(static_cast<size_t>(tokens) * inter);
+  for (int t = 0; t < tokens; ++t)
+    for (int i = 0; i < inter; ++i) {
+      const double g = testing::to_float(gate_up[static_cast<size_t>(t) * 2 * inter + i]);
+      const double u = testing::to_float(gate_up[static_cast<size_t>(t) * 2 * inter + inter + i]);
+      ref[static_cast<size_t>(t) * inter + i] = g / (1 + std::exp(-g)) * u;
+    }
+  DeviceArray<__nv_bfloat16> dgu(gate_up), out(ref.size());
+  launch_swiglu({dgu.get(), out.get(), tokens, inter}, nullptr);
+  EXPECT_LT(relative_error(out.download(), ref), kBf16Tolerance);
+}
+
+class QkNormRopeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
+  SKIP_WITHOUT_GPU();
+  const int head_dim = GetParam(), heads = 6, kv_heads = 2, block_size = 16, num_blocks = 8, tokens = 5;
+  const double theta = 5e6, eps = 1e-6;
+  std::mt19937 rng(head_dim);
+  const int width = (heads + 2 * kv_heads) * head_dim;
+  const auto qkv = random_bf16(static_cast<size_t>(tokens) * width, rng, 3.0f);
+  const auto q_norm = random_bf16(head_dim, rng, 0.25f, 1.0f), k_norm = random_bf16(head_dim, rng, 0.25f, 1.0f);
+  const std::vector<int32_t> positions = {0, 1, 37, 4095, 262000};
+  const std::vector<int64_t> slots = {3, 17, 100, 127, 64};
+  std::vector<float> inv_freq(head_dim / 2);
+  for (int i = 0; i < head_dim / 2; ++i) inv_freq[i] = static_cast<float>(std::pow(theta, -2.0 * i / head_dim));
+
+  const size_t cache_elements = static_cast<size_t>(num_blocks) * kv_heads * block_size * head_dim;
+  DeviceArray<__nv_bfloat16> dqkv(qkv), dqn(q_norm), dkn(k_norm), q_out(static_cast<size_t>(tokens) * heads * head_dim),
+      k_cache(cache_elements), v_cache(cache_elements);
+  DeviceArray<int32_t> dpos(positions);
+  DeviceArray<int64_t> dslots(slots);
+  DeviceArray<float> dfreq(inv_freq);
+  QkNormRopeCacheWriteParams p;
+  p.qkv = dqkv.get();
+  p.positions = dpos.get();
+  p.slots = dslots.get();
+  p.q_norm = dqn.get();
+  p.k_norm = dkn.get();
+  p.inv_freq = dfreq.get();
+  p.q_out = q_out.get();
+  p.k_cache = k_cache.get();
+  p.v_cache = v_cache.get();
+  p.num_tokens = tokens;
+  p.num_heads = heads;
+  p.num_kv_heads = kv_heads;
+  p.head_dim = head_dim;
+  p.block_size = block_size;
+  p.eps = static_cast<float>(eps);
+  launch_qk_norm_rope_cache_write(p, nullptr);
+
+  // Reference: norm then rotate-half RoPE, in double (angles from the same fp32 frequencies).
+  auto norm_rope = [&](const __nv_bfloat16* x, const std::vector<__nv_bfloat16>& w, int position) {
+    std::vector<double> v(head_dim), out(head_dim);
+    double squares = 0;
+    for (int i = 0; i < head_dim; ++i) squares += std::pow(testing::to_float(x[i]), 2);
+    const double inv = 1.0 / std::sqrt(squares / head_dim + eps);
+    for (int i = 0; i < head_dim; ++i) v[i] = testing::to_float(x[i]) * inv * testing::to_float(w[i]);
+    const int half = head_dim / 2;
+    for (int i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(static_cast<float>(position) * inv_freq[i]);
+      out[i] = v[i] * std::cos(angle) - v[i + half] * std::sin(angle);
+      out[i + half] = v[i + half] * std::cos(angle) + v[i] * std::sin(angle);
+    }
+    return out;
+  };
+  std::vector<double> q_ref;
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < heads; ++h) {
+      auto v = norm_rope(&qkv[static_cast<size_t>(t) * width + h * head_dim], q_norm, positions[t]);
+      q_ref.insert(q_ref.end(), v.begin(), v.end());
+    }
+  EXPECT_LT(relative_error(q_out.download(), q_ref), kBf16Tolerance);
+
+  const auto k_out = k_cache.download(), v_out = v_cache.download();
+  std::vector<double> k_ref, v_ref;
+  std::vector<__nv_bfloat16> k_got, v_got;
+  for (int t = 0; t < tokens; ++t)
+    for (int h = 0; h < kv_heads; ++h) {
+      const size_t row = static_cast<size_t>(t) * width;
+      auto k = norm_rope(&qkv[row + (heads + h) * head_dim], k_norm, positions[t]);
+      k_ref.insert(k_ref.end(), k.begin(), k.end());
+      for (int i = 0; i < head_dim; ++i)
+        v_ref.push_back(testing::to_float(qkv[row + (heads + kv_heads + h) * head_dim + i]));
+      const int64_t block = slots[t] / block_size, offset = slots[t] % block_size;
+      const size_t at = ((block * kv_heads + h) * block_size + offset) * head_dim;
+      k_got.insert(k_got.end(), k_out.begin() + at, k_out.begin() + at + head_dim);
+      v_got.insert(v_got.end(), v_out.begin() + at, v_out.begin() + at + head_dim);
+    }
+  EXPECT_LT(relative_error(k_got, k_ref), kBf16Tolerance);
+  EXPECT_EQ(relative_error(v_got, v_ref), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, QkNormRopeTest, ::testing::Values(64, 128));
+
+}  // namespace
+}  // namespace qinfer::cuda

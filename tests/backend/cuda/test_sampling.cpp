@@ -1,0 +1,103 @@
+// The GPU sampler against the host reference sample_token() on random logits with many ties.
+#include <gtest/gtest.h>
+
+#include "backend/cuda/batch_plan.h"
+#include "backend/cuda/kernels/sampling.h"
+#include "backend/sampling.h"
+#include "gpu_test_util.h"
+
+namespace qinfer::cuda {
+namespace {
+
+using testing::DeviceArray;
+
+struct SamplingCase {
+  const char* name;
+  SamplingParams params;
+};
+
+std::vector<SamplingCase> sampling_cases() {
+  auto make = [](float temperature, int top_k, float top_p, float min_p) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    return p;
+  };
+  std::vector<SamplingCase> cases = {
+      {"greedy", make(0, 0, 1, 0)},
+      {"plain", make(1, 0, 1, 0)},
+      {"model_card", make(0.7f, 20, 0.8f, 0)},
+      {"top_p_only", make(1, 0, 0.9f, 0)},
+      {"top_k_only", make(1.2f, 50, 1, 0)},
+      {"min_p", make(1.3f, 0, 1, 0.05f)},
+      {"everything", make(0.9f, 100, 0.95f, 0.01f)},
+  };
+  SamplingCase penalties{"penalties", make(0.8f, 40, 0.9f, 0)};
+  penalties.params.repetition_penalty = 1.3f;
+  penalties.params.presence_penalty = 0.7f;
+  penalties.params.frequency_penalty = 0.4f;
+  cases.push_back(penalties);
+  SamplingCase greedy_penalty{"greedy_repetition", make(0, 0, 1, 0)};
+  greedy_penalty.params.repetition_penalty = 1.5f;
+  cases.push_back(greedy_penalty);
+  for (auto& c : cases) c.params.num_top_logprobs = 5;
+  cases.front().params.num_top_logprobs = 20;
+  return cases;
+}
+
+TEST(GpuSampling, MatchesHostReference) {
+  SKIP_WITHOUT_GPU();
+  const int vocab = 151936, rows_per_case = 12;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const std::vector<int32_t> block_table = {0};
+  for (const SamplingCase& c : sampling_cases()) {
+    // Logits rounded to 1/8: many exact ties, which the orders must break by token id.
+    std::vector<float> logits(static_cast<size_t>(rows_per_case) * vocab);
+    for (auto& x : logits) x = std::round(normal(rng) * 8.0f) / 8.0f;
+    std::vector<std::vector<int32_t>> prompts(rows_per_case), outputs(rows_per_case);
+    std::uniform_int_distribution<int32_t> token(-5, vocab + 5);  // out-of-vocabulary ids are ignored
+    Batch batch;
+    for (int r = 0; r < rows_per_case; ++r) {
+      for (int i = 0; i < 30; ++i) prompts[r].push_back(token(rng));
+      for (int i = 0; i < 20; ++i)
+        outputs[r].push_back(i % 3 == 0 ? outputs[r].empty() ? 1 : outputs[r][0] : token(rng));
+      BatchSequence s;
+      s.num_tokens = 1;
+      s.block_table = block_table;
+      s.sample = true;
+      s.sampling = &c.params;
+      s.history = {prompts[r], outputs[r]};
+      s.sample_step = static_cast<uint64_t>(r * 7 + 3);
+      batch.sequences.push_back(s);
+      batch.token_ids.push_back(0);
+    }
+    const BatchPlan plan = plan_batch(batch, 16, vocab);
+    DeviceArray<float> dlogits(logits), work(logits.size()), probs(logits.size());
+    DeviceArray<DeviceSamplingParams> dparams(plan.sampling_params);
+    std::vector<PenaltyEntry> penalties = plan.penalties;
+    if (penalties.empty()) penalties.push_back({});
+    DeviceArray<PenaltyEntry> dpenalties(penalties);
+    DeviceArray<SampledToken> results(static_cast<size_t>(rows_per_case));
+    SamplingKernelParams p{dlogits.get(),    work.get(),    probs.get(),   dparams.get(),
+                           dpenalties.get(), results.get(), rows_per_case, vocab};
+    launch_sampling(p, nullptr);
+    const auto got = results.download();
+    for (int r = 0; r < rows_per_case; ++r) {
+      const std::span<const float> row(logits.data() + static_cast<size_t>(r) * vocab, vocab);
+      const SampleResult want = sample_token(row, c.params, batch.sequences[r].history, batch.sequences[r].sample_step);
+      EXPECT_EQ(got[r].token, want.token) << c.name << " row " << r;
+      EXPECT_NEAR(got[r].logprob, want.logprob, 1e-4) << c.name << " row " << r;
+      ASSERT_EQ(static_cast<int>(want.top.size()), c.params.num_top_logprobs);
+      for (size_t n = 0; n < want.top.size(); ++n) {
+        EXPECT_EQ(got[r].top_tokens[n], want.top[n].token) << c.name << " row " << r << " top " << n;
+        EXPECT_NEAR(got[r].top_logprobs[n], want.top[n].logprob, 1e-4) << c.name << " row " << r << " top " << n;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qinfer::cuda

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs every GPU test and benchmark of the CUDA backend on the GPU machine in one go and prints a short table last.
+# Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]
+#   BIN_DIR holds the prebuilt binaries (default build-cuda; the tests, kernel bench and qinfer are looked up by name).
+#   Full logs go to LOG_DIR: tests.log/tests.json, kernel_bench.log, latency_*.json, system.log.
+set -uo pipefail
+log_dir=${1:?usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]}
+bin_dir=${2:-build-cuda}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$log_dir"
+summary=()
+
+find_bin() { find "$bin_dir" -type f -name "$1" -perm -u+x 2>/dev/null | head -1; }
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,power.limit --format=csv
+  uname -a
+} >"$log_dir/system.log" 2>&1
+
+tests=$(find_bin cuda_backend_tests)
+if [[ -n $tests ]]; then
+  ldd "$tests" >>"$log_dir/system.log" 2>&1
+  "$tests" --gtest_output="json:$log_dir/tests.json" >"$log_dir/tests.log" 2>&1
+  status=$?
+  passed=$(grep -c '^\[       OK \]' "$log_dir/tests.log")
+  failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$log_dir/tests.log")
+  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$log_dir/tests.log")
+  summary+=("| GPU tests | exit $status: $passed passed, $failed failed, $skipped skipped |")
+  grep -E '^\[  FAILED  \]|Failure|error' "$log_dir/tests.log" | head -20
+else
+  summary+=("| GPU tests | cuda_backend_tests not found in $bin_dir |")
+fi
+
+bench=$(find_bin cuda_kernel_bench)
+if [[ -n $bench ]]; then
+  "$bench" >"$log_dir/kernel_bench.log" 2>&1
+  summary+=("| kernel bench | exit $? (table in kernel_bench.log) |")
+else
+  summary+=("| kernel bench | cuda_kernel_bench not found in $bin_dir |")
+fi
+
+qinfer=$(find_bin qinfer_bench)
+[[ -z $qinfer ]] && qinfer=$(find_bin qinfer)
+config="$repo/configs/Qwen3-4B-Instruct-2507/config.json"
+run_latency() {  # name batch input output
+  local out="$log_dir/latency_$1.json"
+  "$qinfer" bench latency --load-format dummy --config "$config" --device cuda --batch "$2" --input-len "$3" \
+    --output-len "$4" --max-model-len 16384 --json >"$out" 2>"$log_dir/latency_$1.log"
+  local status=$?
+  if [[ $status -ne 0 ]]; then
+    summary+=("| latency $1 | exit $status, see latency_$1.log |")
+    return
+  fi
+  summary+=("$(python3 - "$out" "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"| latency {sys.argv[2]} | prefill {r['prefill_tokens_per_second']/1e3:.1f} K tok/s, TTFT {r['ttft_seconds']*1e3:.1f} ms, "
+      f"decode {r['decode_tokens_per_second']:.0f} tok/s ({r['decode_step_seconds_median']*1e3:.2f} ms/step, "
+      f"{r['decode_bandwidth_bytes_per_second']/1e12:.2f} TB/s = {100*r['decode_fraction_of_copy_bandwidth']:.1f} %), "
+      f"mem {r['gpu_memory_in_use_bytes']/2**30:.1f} GiB |")
+PY
+)")
+}
+if [[ -n $qinfer ]]; then
+  run_latency b1_1k 1 1024 128
+  run_latency b1_8k 1 8192 16
+  run_latency b64_512 64 512 128
+else
+  summary+=("| latency | no qinfer binary with 'bench' in $bin_dir |")
+fi
+
+echo
+echo "## kernel bench"
+sed -n '/^| kernel/,$p' "$log_dir/kernel_bench.log" 2>/dev/null
+echo
+echo "## summary ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+echo "| what | result |"
+echo "|---|---|"
+printf '%s\n' "${summary[@]}"

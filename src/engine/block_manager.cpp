@@ -35,6 +35,7 @@ void BlockManager::update_block_hashes(Sequence& seq) const {
 
 PrefixMatch BlockManager::match_prefix(const Sequence& seq) const {
   PrefixMatch match;
+  match.from_prefix_cache = true;
   if (!prefix_caching_ || seq.num_tokens() == 0) return match;
   size_t max_blocks = std::min(static_cast<size_t>((seq.num_tokens() - 1) / block_size_), seq.block_hashes.size());
   for (size_t i = 0; i < max_blocks; ++i) {
@@ -75,7 +76,7 @@ void BlockManager::allocate(Sequence& seq, const PrefixMatch& match, int32_t num
   }
   seq.num_computed = match.num_tokens(block_size_);
   seq.num_registered_blocks = static_cast<int32_t>(match.blocks.size());
-  if (!seq.admitted_before) {
+  if (!seq.admitted_before && match.from_prefix_cache && prefix_caching_) {
     stats_.prefix_query_tokens += seq.num_prompt_tokens;
     stats_.prefix_hit_tokens += std::min(seq.num_computed, seq.num_prompt_tokens);
   }

@@ -24,7 +24,8 @@ uint64_t hash_kv_block(uint64_t parent_hash, std::span<const int32_t> block_toke
 // Blocks a sequence may map instead of computing them, found by match_prefix() or taken from a fork parent.
 struct PrefixMatch {
   std::vector<int32_t> blocks;
-  int32_t num_unreferenced = 0;  // of `blocks`, those with reference count 0 (they leave the free pool when mapped)
+  int32_t num_unreferenced = 0;    // of `blocks`, those with reference count 0 (they leave the free pool when mapped)
+  bool from_prefix_cache = false;  // counted as prefix-cache hits (a fork's shared blocks are not)
   int32_t num_tokens(int32_t block_size) const { return static_cast<int32_t>(blocks.size()) * block_size; }
 };
 

@@ -1,7 +1,10 @@
 // Reads tokenizer.json into Tokenizer::Impl. The vocab and merges (almost all of the file) go through JsonScanner;
 // the small sections are parsed with nlohmann::json and validated field by field.
+#include <algorithm>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/json_scanner.h"
@@ -45,15 +48,22 @@ struct LoadContext {
 struct ModelSection {
   StringIdMap vocab;  // byte-level strings → id
   int32_t max_id = -1;
-  std::vector<std::pair<std::string, std::string>> merge_strings;
+  // Views into the mapped file, or into escaped_strings for the few strings that had JSON escapes.
+  std::vector<std::pair<std::string_view, std::string_view>> merge_strings;
+  std::deque<std::string> escaped_strings;
   json options = json::object();  // every model field except vocab and merges
 };
 
+// Keeps a string returned by JsonScanner::string_value alive: views into the file text stay valid during the load.
+std::string_view keep(std::string_view value, const std::string& storage, ModelSection& model) {
+  if (value.data() != storage.data()) return value;
+  return model.escaped_strings.emplace_back(value);
+}
+
 void read_model_section(JsonScanner& scanner, ModelSection& model) {
-  std::string key_storage;
   scanner.for_each_member([&](const std::string& key) {
     if (key == "vocab") {
-      model.vocab.reserve(200000);
+      model.vocab.reserve(150000);
       scanner.for_each_member([&](const std::string& token) {
         const int64_t id = scanner.integer_value();
         if (id < 0 || id > INT32_MAX - 1) scanner.fail("model.vocab['" + token + "']: id out of range");
@@ -65,7 +75,7 @@ void read_model_section(JsonScanner& scanner, ModelSection& model) {
       std::string left_storage, right_storage;
       scanner.for_each_element([&](size_t index) {
         if (scanner.peek() == '"') {  // older format: "left right"
-          const std::string_view merge = scanner.string_value(left_storage);
+          const std::string_view merge = keep(scanner.string_value(left_storage), left_storage, model);
           const size_t space = merge.find(' ');
           if (space == std::string_view::npos || merge.find(' ', space + 1) != std::string_view::npos) {
             scanner.fail("model.merges[" + std::to_string(index) + "]: expected \"left right\"");
@@ -74,14 +84,15 @@ void read_model_section(JsonScanner& scanner, ModelSection& model) {
           return;
         }
         size_t parts = 0;
-        std::string pair[2];
+        std::string_view pair[2];
         scanner.for_each_element([&](size_t part) {
           if (part >= 2) scanner.fail("model.merges[" + std::to_string(index) + "]: expected a pair");
-          pair[part] = scanner.string_value(part == 0 ? left_storage : right_storage);
+          std::string& storage = part == 0 ? left_storage : right_storage;
+          pair[part] = keep(scanner.string_value(storage), storage, model);
           parts = part + 1;
         });
         if (parts != 2) scanner.fail("model.merges[" + std::to_string(index) + "]: expected a pair");
-        model.merge_strings.emplace_back(std::move(pair[0]), std::move(pair[1]));
+        model.merge_strings.emplace_back(pair[0], pair[1]);
       });
     } else {
       model.options[key] = json::parse(scanner.raw_value(), nullptr, false);
@@ -248,22 +259,45 @@ void build_decode_table(const ModelSection& model, const std::vector<AddedToken>
   impl.decoded_offsets[impl.vocab_size] = static_cast<uint32_t>(impl.decoded_bytes.size());
 }
 
-std::unique_ptr<BpeModel> build_bpe(const LoadContext& ctx, const ModelSection& model) {
-  std::vector<BpeModel::Merge> merges;
-  merges.reserve(model.merge_strings.size());
+// Resolves merges[begin, end) to ids; returns the index of the first merge naming a string not in the vocab, or end.
+size_t resolve_merges(const ModelSection& model, size_t begin, size_t end, std::vector<BpeModel::Merge>& merges) {
   std::string joined;
-  for (size_t i = 0; i < model.merge_strings.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const auto& [left, right] = model.merge_strings[i];
     joined.assign(left).append(right);
     const auto left_id = model.vocab.find(left);
     const auto right_id = model.vocab.find(right);
     const auto merged_id = model.vocab.find(joined);
-    if (!left_id || !right_id || !merged_id) {
-      const std::string missing = !left_id ? left : !right_id ? right : joined;
-      throw Error(ErrorKind::kFormat, ctx.file.string() + ": model.merges[" + std::to_string(i) + "] uses '" + missing +
-                                          "', which is not in model.vocab");
-    }
-    merges.push_back({*left_id, *right_id, *merged_id});
+    if (!left_id || !right_id || !merged_id) return i;
+    merges[i] = {*left_id, *right_id, *merged_id};
+  }
+  return end;
+}
+
+std::unique_ptr<BpeModel> build_bpe(const LoadContext& ctx, const ModelSection& model) {
+  // Hash lookups dominate loading; they are independent, so large merge lists are resolved on a few threads.
+  const size_t count = model.merge_strings.size();
+  std::vector<BpeModel::Merge> merges(count);
+  const size_t num_threads = count < 20000 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  std::vector<size_t> first_bad(num_threads);
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < num_threads; ++t) {
+    const size_t begin = count * t / num_threads, end = count * (t + 1) / num_threads;
+    workers.emplace_back([&, t, begin, end] {
+      const size_t stop = resolve_merges(model, begin, end, merges);
+      first_bad[t] = stop == end ? count : stop;
+    });
+  }
+  for (auto& worker : workers) worker.join();
+  const size_t bad = *std::min_element(first_bad.begin(), first_bad.end());
+  if (bad < count) {
+    const auto& [left, right] = model.merge_strings[bad];
+    const std::string joined = std::string(left) + std::string(right);
+    const std::string missing = !model.vocab.find(left)    ? std::string(left)
+                                : !model.vocab.find(right) ? std::string(right)
+                                                           : joined;
+    throw Error(ErrorKind::kFormat, ctx.file.string() + ": model.merges[" + std::to_string(bad) + "] uses '" + missing +
+                                        "', which is not in model.vocab");
   }
   int32_t byte_ids[256];
   std::string one_char;

@@ -44,6 +44,15 @@ TEST(SplitPattern, WhitespaceRuns) {
   EXPECT_EQ(split(" 1"), (Pieces{" ", "1"}));
 }
 
+// Oniguruma's \s is the White_Space property: U+0085 (NEL) is whitespace, U+FEFF (BOM) is not. JavaScript's \s says
+// the opposite for both, so the JS differential encoder disagrees here (found by the fuzz test, pinned here).
+TEST(SplitPattern, NelIsWhitespaceAndBomIsNot) {
+  EXPECT_EQ(split("\u2028 \u2028\u0085x y"), (Pieces{"\u2028 \u2028", "\u0085x", " y"}));
+  EXPECT_EQ(split("a\u0085\u0085"), (Pieces{"a", "\u0085\u0085"}));
+  EXPECT_EQ(split("a \ufeff\ufeff"), (Pieces{"a", " \ufeff\ufeff"}));
+  EXPECT_EQ(split("!\ufeff \n"), (Pieces{"!\ufeff", " \n"}));
+}
+
 TEST(SplitPattern, RecognisesOnlyKnownRegexes) { EXPECT_FALSE(split_pattern_from_regex(R"(\s+)").has_value()); }
 
 }  // namespace

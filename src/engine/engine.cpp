@@ -280,7 +280,13 @@ void Engine::send(RequestState& request, StreamDelta delta) {
     request.stream->close();
     completed_.push_back(request.id);
   }
-  if (request.on_output) request.on_output();
+  if (!request.on_output) return;
+  try {
+    request.on_output();
+  } catch (const std::exception& e) {
+    // A misbehaving callback must not take the loop down for everyone else.
+    spdlog::error("engine: on_output callback of request {} threw: {}", request.id, e.what());
+  }
 }
 
 void Engine::fail_batch(const std::string& error) {

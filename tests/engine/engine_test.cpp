@@ -286,6 +286,20 @@ TEST(Engine, BackendFailureFailsTheBatchAndTheLoopGoesOn) {
   EXPECT_EQ(collect(*ok.stream, 1).tokens[0], reference(next, spec));
 }
 
+TEST(Engine, ThrowingCallbackDoesNotStopTheLoop) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  GenerationRequest rude = greedy_request(tokens_from(1, 10), 5);
+  rude.on_output = [] { throw std::runtime_error("callback bug"); };
+  GenerationRequest polite = greedy_request(tokens_from(2, 10), 5);
+  RequestHandle a = engine.submit(rude);
+  RequestHandle b = engine.submit(polite);
+  run_until_idle(engine);
+  EXPECT_EQ(collect(*a.stream, 1).tokens[0], reference(rude, spec));
+  EXPECT_EQ(collect(*b.stream, 1).tokens[0], reference(polite, spec));
+}
+
 TEST(Engine, RefusesBadRequestsAtSubmit) {
   FakeModelSpec spec = fake_model();
   FakeBackend backend(spec);

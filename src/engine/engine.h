@@ -69,7 +69,7 @@ class Engine {
   void abort(uint64_t request_id);
 
   void start();  // runs the loop on the engine thread
-  void stop();   // stops the loop; requests still in flight are aborted
+  void stop();   // stops and joins the loop thread; requests stay queued (the destructor aborts what is left)
 
   // One iteration without the thread: takes queued submits/aborts, runs one batch. False when nothing ran.
   bool step();

@@ -12,6 +12,8 @@ Engines:
                 reference only; the committed references.json must come from the transformers engine.
 
 Output: JSON {"engine", "versions", "renders": [{"template", "case", "text"} or {"template", "case", "error"}]}.
+With --snippets: the small single-rule templates of snippets.json, rendered by the jinja2 environment (which agreed
+with transformers on every chat case), as {"name", "text"} or {"name", "error"}.
 """
 
 import argparse
@@ -74,7 +76,8 @@ def make_transformers_function_renderer():
     return render, {"transformers": transformers.__version__, "jinja2": jinja2.__version__}
 
 
-def make_jinja2_renderer():
+def make_environment():
+    """A jinja2 environment configured like transformers' _compile_jinja_template."""
     import jinja2
     import jinja2.ext
     from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -97,21 +100,42 @@ def make_jinja2_renderer():
     def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[GenerationTag, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env
+
+
+def make_jinja2_renderer():
+    import jinja2
+
     def render(source, template, messages, tools, add_generation_prompt, kwargs):
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                            extensions=[GenerationTag, jinja2.ext.loopcontrols])
-        env.filters["tojson"] = tojson
-        env.globals["raise_exception"] = raise_exception
-        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-        specials = {}
-        if template["bos_token"]:
-            specials["bos_token"] = template["bos_token"]
-        if template["eos_token"]:
-            specials["eos_token"] = template["eos_token"]
-        return env.from_string(source).render(messages=messages, tools=tools, documents=None,
-                                              add_generation_prompt=add_generation_prompt, **specials, **kwargs)
+        specials = {k: template[k] for k in ("bos_token", "eos_token") if template[k]}
+        return make_environment().from_string(source).render(
+            messages=messages, tools=tools, documents=None, add_generation_prompt=add_generation_prompt,
+            **specials, **kwargs)
 
     return render, {"jinja2": jinja2.__version__}
+
+
+def render_snippets(out_path):
+    """Renders tests/data/chat_templates/snippets.json (small templates probing one jinja2 rule each)."""
+    import jinja2
+    snippets = json.loads((DATA_DIR / "snippets.json").read_text(encoding="utf-8"))
+    results = []
+    for snippet in snippets:
+        entry = {"name": snippet["name"]}
+        try:
+            entry["text"] = make_environment().from_string(snippet["template"]).render(**snippet["context"])
+        except Exception as error:  # noqa: BLE001 - any template failure is a reference outcome
+            entry["error"] = f"{type(error).__name__}: {error}"
+        results.append(entry)
+    result = {"engine": "jinja2", "versions": {"jinja2": jinja2.__version__}, "python": sys.version.split()[0],
+              "renders": results}
+    pathlib.Path(out_path).write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(results)} snippets ({sum(1 for r in results if 'error' in r)} errors) -> {out_path}")
 
 
 RENDERERS = {
@@ -124,8 +148,13 @@ RENDERERS = {
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--engine", choices=sorted(RENDERERS), default="transformers")
+    parser.add_argument("--snippets", action="store_true",
+                        help="render snippets.json with the jinja2 environment instead of the chat cases")
     parser.add_argument("--out", required=True, help="output JSON file")
     args = parser.parse_args()
+    if args.snippets:
+        render_snippets(args.out)
+        return
 
     render, versions = RENDERERS[args.engine]()
     spec = json.loads((DATA_DIR / "cases.json").read_text(encoding="utf-8"))

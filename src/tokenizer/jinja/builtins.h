@@ -28,9 +28,12 @@ bool has_method(const Value& receiver, std::string_view name);
 Value call_method(const Value& receiver, std::string_view name, const CallArgs& args);
 
 // ---- filters.cpp ----
+// jinja2 refuses a template that names an unknown filter or test when it compiles it, not when it runs it.
+bool is_filter_name(std::string_view name);
 Value apply_filter(Interpreter& interpreter, std::string_view name, const Value& subject, const CallArgs& args);
 
 // ---- tests.cpp ----
+bool is_test_name(std::string_view name);
 bool apply_test(Interpreter& interpreter, std::string_view name, const Value& subject, const CallArgs& args);
 
 // ---- globals.cpp ----

@@ -1,6 +1,7 @@
 // jinja2's built-in filters (the subset chat templates use) and transformers' tojson.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -92,20 +93,25 @@ Value round_filter(const Value& subject, const CallArgs& args) {
   const int64_t precision = precision_value != nullptr && precision_value->is_int() ? precision_value->as_int() : 0;
   const Value* method_value = argument(args, "method", 1);
   const std::string method = method_value != nullptr ? soft_str(*method_value) : "common";
+  if (method == "common" && precision < 0) {
+    const double scale = std::pow(10.0, static_cast<double>(std::max<int64_t>(precision, -300)));
+    const double rounded = std::nearbyint(subject.as_double() * scale) / scale;
+    return subject.is_float() ? Value::floating(rounded) : Value::integer(static_cast<int64_t>(rounded));
+  }
+  if (method == "common") {
+    if (!subject.is_float()) return Value::integer(subject.as_int());
+    // Python's round() rounds the exact binary value to the nearest decimal (ties to even), which is what
+    // printf's correctly rounded conversion does; scaling by 10**n first would round 2.675 up.
+    const int digits = static_cast<int>(std::clamp<int64_t>(precision, 0, 300));
+    char buffer[512];
+    std::snprintf(buffer, sizeof(buffer), "%.*f", digits, subject.as_double());
+    return Value::floating(std::strtod(buffer, nullptr));
+  }
   const double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(precision, -300, 300)));
   const double x = subject.as_double() * scale;
-  double rounded = 0;
-  if (method == "common") {
-    rounded = std::nearbyint(x);  // Python's round(): halves to even
-  } else if (method == "ceil") {
-    rounded = std::ceil(x);
-  } else if (method == "floor") {
-    rounded = std::floor(x);
-  } else {
-    throw Failure("method must be common, ceil or floor");
-  }
-  if (method == "common" && !subject.is_float()) return Value::integer(subject.as_int());
-  return Value::floating(rounded / scale);
+  if (method == "ceil") return Value::floating(std::ceil(x) / scale);
+  if (method == "floor") return Value::floating(std::floor(x) / scale);
+  throw Failure("method must be common, ceil or floor");
 }
 
 Value indent(const Value& subject, const CallArgs& args) {
@@ -116,10 +122,10 @@ Value indent(const Value& subject, const CallArgs& args) {
   }
   const bool first = flag_argument(args, "first", 1);
   const bool blank = flag_argument(args, "blank", 2);
+  // jinja2 appends a newline before splitting, so a trailing newline yields a final empty line.
+  const Value split_lines = call_method(Value::string(soft_str(subject) + "\n"), "splitlines", CallArgs{});
   std::vector<std::string> lines;
-  for (const Value& line : call_method(Value::string(soft_str(subject) + "\n"), "splitlines", CallArgs{}).items()) {
-    lines.push_back(line.str());
-  }
+  for (const Value& line : split_lines.items()) lines.push_back(line.str());
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i > 0) {
@@ -306,6 +312,18 @@ Value sum(const Value& subject, const CallArgs& args) {
 
 }  // namespace
 
+bool is_filter_name(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "tojson", "trim", "length", "count", "default", "d", "join", "items", "list", "first", "last", "lower", "upper",
+      "title", "capitalize", "replace", "string", "safe", "e", "escape", "forceescape", "int", "float", "abs", "round",
+      "reverse", "sort", "dictsort", "unique", "min", "max", "sum", "map", "select", "reject", "selectattr",
+      "rejectattr", "attr", "indent", "center", "wordcount", "format",
+      // known to jinja2, refused when rendered
+      "batch", "filesizeformat", "groupby", "pprint", "random", "slice", "striptags", "truncate", "urlencode", "urlize",
+      "wordwrap", "xmlattr"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
 Value apply_filter(Interpreter& interpreter, std::string_view name, const Value& subject, const CallArgs& args) {
   if (name == "tojson") return tojson(subject, args);
   if (name == "trim") {
@@ -391,7 +409,7 @@ Value apply_filter(Interpreter& interpreter, std::string_view name, const Value&
     return Value::integer(
         static_cast<int64_t>(call_method(Value::string(soft_str(subject)), "split", CallArgs{}).items().size()));
   if (name == "format") return binary_operation("%", Value::string(soft_str(subject)), Value::tuple(args.positional));
-  throw Failure("no filter named '" + std::string(name) + "'");
+  throw Failure("the '" + std::string(name) + "' filter is not supported");
 }
 
 }  // namespace qinfer::jinja

@@ -123,11 +123,9 @@ Interpreter::Flow Interpreter::execute_for(const Stmt& stmt, Scope& scope) {
   }
   if (items.empty()) return execute(stmt.else_body, scope);
 
+  // loop.depth only grows in recursive loops, which are not supported, so it stays 1.
   auto state = std::make_shared<LoopState>();
   state->items = &items;
-  if (const Value* outer = scope.lookup(kLoopName); outer != nullptr && outer->kind() == Value::Kind::kLoop) {
-    state->depth0 = outer->loop_state().depth0 + 1;
-  }
   const Value loop = Value::loop(state);
   for (size_t i = 0; i < items.size(); ++i) {
     step();
@@ -322,6 +320,7 @@ Value Interpreter::evaluate(const Expr& expr, Scope& scope) {
       return operand.is_bool() ? Value::integer(operand.as_int()) : operand;
     }
     case Expr::Kind::kBinary: {
+      if (expr.name == "+") return evaluate_sum(expr, scope);
       const Value left = evaluate(*expr.operands[0], scope);
       const Value right = evaluate(*expr.operands[1], scope);
       line_ = expr.line;
@@ -344,6 +343,41 @@ Value Interpreter::evaluate(const Expr& expr, Scope& scope) {
                               " evaluated to false and no else section was defined.");
   }
   return Value();
+}
+
+Value Interpreter::evaluate_sum(const Expr& expr, Scope& scope) {
+  // A left-deep chain a + b + c + ... (how templates build every turn) is folded in one pass, appending string
+  // terms to one buffer instead of allocating a new string per +. Terms are evaluated once, left to right, and
+  // non-string terms go through binary_operation exactly as pairwise evaluation would.
+  std::vector<const Expr*> terms;
+  const Expr* node = &expr;
+  while (node->kind == Expr::Kind::kBinary && node->name == "+") {
+    terms.push_back(node->operands[1].get());
+    node = node->operands[0].get();
+  }
+  terms.push_back(node);
+  Value total = evaluate(*terms.back(), scope);
+  std::string text;
+  bool buffering = false;  // total's value is `text`
+  for (auto term = terms.rbegin() + 1; term != terms.rend(); ++term) {
+    const Value next = evaluate(**term, scope);
+    line_ = expr.line;
+    if (next.is_string() && (buffering || total.is_string())) {
+      if (!buffering) {
+        text = total.str();
+        buffering = true;
+      }
+      text += next.str();
+      if (text.size() > limits_.max_output_bytes) throw Failure("concatenated string too long");
+      continue;
+    }
+    if (buffering) {
+      total = Value::string(std::move(text));
+      buffering = false;
+    }
+    total = binary_operation("+", total, next);
+  }
+  return buffering ? Value::string(std::move(text)) : total;
 }
 
 Value Interpreter::evaluate_compare(const Expr& expr, Scope& scope) {

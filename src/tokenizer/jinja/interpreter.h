@@ -14,8 +14,8 @@ namespace qinfer::jinja {
 // on recursion depth or memory long before.
 struct RenderLimits {
   size_t max_output_bytes = size_t{64} << 20;
-  int64_t max_steps = 20'000'000;  // statements executed plus loop iterations
-  int max_call_depth = 64;         // nested macro calls
+  int64_t max_steps = 5'000'000;  // statements executed plus loop iterations (a chat turn takes ~50)
+  int max_call_depth = 64;        // nested macro calls
 };
 
 class Interpreter {
@@ -43,6 +43,7 @@ class Interpreter {
   Value evaluate(const Expr& expr, Scope& scope);
   Value evaluate_call(const Expr& expr, Scope& scope);
   Value evaluate_compare(const Expr& expr, Scope& scope);
+  Value evaluate_sum(const Expr& expr, Scope& scope);
   CallArgs evaluate_arguments(const Expr& expr, Scope& scope);
   Value lookup(const Expr& name, const Scope& scope) const;
 

@@ -9,6 +9,7 @@ namespace qinfer::jinja {
 
 namespace {
 
+// Strings and lists built by + and * stay below this, so a template cannot exhaust memory by doubling a string.
 constexpr size_t kMaxRepeatedBytes = size_t{64} << 20;
 
 // type(x).__name__ as Python's TypeErrors spell it.
@@ -142,8 +143,12 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
   if (op == "+") {
     if (integers) return Value::integer(checked_add(a.as_int(), b.as_int()));
     if (numbers) return Value::floating(a.as_double() + b.as_double());
-    if (a.is_string() && b.is_string()) return Value::string(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      if (a.str().size() + b.str().size() > kMaxRepeatedBytes) throw Failure("concatenated string too long");
+      return Value::string(a.str() + b.str());
+    }
     if (a.kind() == b.kind() && a.is_sequence_kind()) {
+      if (a.items().size() + b.items().size() > kMaxRepeatedBytes / 16) throw Failure("concatenated list too long");
       ValueList items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());
       return a.kind() == Value::Kind::kTuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
@@ -260,8 +265,8 @@ Value loop_attribute(const LoopState& loop, std::string_view name) {
   if (name == "first") return Value::boolean(index0 == 0);
   if (name == "last") return Value::boolean(index0 + 1 == length);
   if (name == "length") return Value::integer(length);
-  if (name == "depth") return Value::integer(loop.depth0 + 1);
-  if (name == "depth0") return Value::integer(loop.depth0);
+  if (name == "depth") return Value::integer(1);  // only recursive loops (unsupported) go deeper
+  if (name == "depth0") return Value::integer(0);
   if (name == "previtem") {
     return index0 > 0 ? (*loop.items)[loop.index0 - 1] : Value::undefined("there is no previous item");
   }
@@ -305,6 +310,7 @@ Value binary_operation(std::string_view op, const Value& left, const Value& righ
     std::string text;
     left.append_output(text);
     right.append_output(text);
+    if (text.size() > kMaxRepeatedBytes) throw Failure("concatenated string too long");
     return Value::string(std::move(text));
   }
   if (op == "==") return Value::boolean(values_equal(left, right));

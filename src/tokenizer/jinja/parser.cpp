@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "tokenizer/jinja/builtins.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {
@@ -635,6 +636,7 @@ class Parser {
       first = false;
       auto filter = make_expr(Expr::Kind::kFilter, current().line);
       filter->name = parse_dotted_name();
+      if (!is_filter_name(filter->name)) fail_at(filter->line, "no filter named '" + filter->name + "'");
       if (at_operator("(")) parse_call_arguments(*filter);
       filter->subject = std::move(subject);
       subject = std::move(filter);
@@ -660,6 +662,7 @@ class Parser {
     auto test = make_expr(Expr::Kind::kTest, advance().line);
     test->negated = skip_name("not");
     test->name = parse_dotted_name();
+    if (!is_test_name(test->name)) fail_at(test->line, "no test named '" + test->name + "'");
     const Token& t = current();
     if (at_operator("(")) {
       parse_call_arguments(*test);

@@ -1,4 +1,5 @@
 // jinja2's built-in tests (`x is defined`, `x is string`, ...).
+#include <algorithm>
 #include <string>
 
 #include "tokenizer/jinja/builtins.h"
@@ -14,6 +15,16 @@ const Value& operand(std::string_view test, const CallArgs& args) {
 }
 
 }  // namespace
+
+bool is_test_name(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number", "string", "mapping",
+      "iterable", "sequence", "callable", "sameas", "escaped", "odd", "even", "divisibleby", "lower", "upper", "in",
+      "eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le", "<=", "gt", "greaterthan", ">", "ge", ">=",
+      // known to jinja2, refused when rendered
+      "filter", "test"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
 
 bool apply_test(Interpreter&, std::string_view name, const Value& subject, const CallArgs& args) {
   using Kind = Value::Kind;
@@ -66,7 +77,7 @@ bool apply_test(Interpreter&, std::string_view name, const Value& subject, const
   if (name == "gt" || name == "greaterthan" || name == ">")
     return binary_operation(">", subject, operand(name, args)).truthy();
   if (name == "ge" || name == ">=") return binary_operation(">=", subject, operand(name, args)).truthy();
-  throw Failure("no test named '" + std::string(name) + "'");
+  throw Failure("the '" + std::string(name) + "' test is not supported");
 }
 
 }  // namespace qinfer::jinja

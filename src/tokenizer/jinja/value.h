@@ -137,7 +137,6 @@ bool value_less(const Value& a, const Value& b);
 struct LoopState {
   const ValueList* items = nullptr;  // the (filtered) items iterated
   size_t index0 = 0;
-  int64_t depth0 = 0;
   bool has_changed_value = false;
   Value last_changed_value;
 };

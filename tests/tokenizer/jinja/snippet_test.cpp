@@ -1,0 +1,74 @@
+// Small templates that each probe one jinja2 rule (whitespace control, Python value printing, scoping, filters,
+// tests, methods, tojson, errors), rendered by jinja2 3.1.6 configured like transformers
+// (tests/data/chat_templates/snippet_references.json, made by tools/chat_template_reference.py --snippets).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tokenizer/jinja/template.h"
+#include "util/error.h"
+
+namespace qinfer::jinja {
+namespace {
+
+const std::filesystem::path kDataDir = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
+
+nlohmann::ordered_json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return nlohmann::ordered_json::parse(buffer.str());
+}
+
+class SnippetTest : public testing::TestWithParam<size_t> {
+ protected:
+  static void SetUpTestSuite() {
+    snippets_ = new nlohmann::ordered_json(read_json(kDataDir / "snippets.json"));
+    references_ = new nlohmann::ordered_json(read_json(kDataDir / "snippet_references.json"));
+  }
+  static void TearDownTestSuite() {
+    delete snippets_;
+    delete references_;
+  }
+  static nlohmann::ordered_json* snippets_;
+  static nlohmann::ordered_json* references_;
+};
+
+nlohmann::ordered_json* SnippetTest::snippets_ = nullptr;
+nlohmann::ordered_json* SnippetTest::references_ = nullptr;
+
+TEST_P(SnippetTest, MatchesJinja2) {
+  ASSERT_LT(GetParam(), snippets_->size()) << "fewer snippets than the test expects";
+  const auto& snippet = (*snippets_)[GetParam()];
+  const auto& reference = (*references_)["renders"][GetParam()];
+  ASSERT_EQ(snippet["name"], reference["name"]);
+  SCOPED_TRACE(snippet["name"].get<std::string>() + ": " + snippet["template"].get<std::string>());
+  const Value context = Value::from_json(snippet["context"]);
+  if (reference.contains("error")) {
+    EXPECT_THROW(Template::parse(snippet["template"].get<std::string>()).render(context.entries()), Error)
+        << "jinja2 raised " << reference["error"];
+    return;
+  }
+  try {
+    EXPECT_EQ(Template::parse(snippet["template"].get<std::string>()).render(context.entries()),
+              reference["text"].get<std::string>());
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+}
+
+TEST(SnippetData, ReferencesCoverEverySnippet) {
+  EXPECT_EQ(read_json(kDataDir / "snippets.json").size(),
+            read_json(kDataDir / "snippet_references.json")["renders"].size());
+}
+
+// One test per snippet so a failure names the rule that broke; the count is checked above.
+INSTANTIATE_TEST_SUITE_P(All, SnippetTest, testing::Range<size_t>(0, 103),
+                         [](const testing::TestParamInfo<size_t>& info) {
+                           return read_json(kDataDir / "snippets.json")[info.param]["name"].get<std::string>();
+                         });
+
+}  // namespace
+}  // namespace qinfer::jinja

@@ -1,13 +1,14 @@
-// A bounded, thread-safe cache from a pre-tokenized piece's bytes to its BPE ids (HF keeps one too). Sharded by hash
-// so threads encoding in parallel rarely contend; a full shard stops admitting new pieces (no eviction churn).
+// A bounded, thread-safe cache from a pre-tokenized piece's bytes to its BPE ids (HF keeps one too).
+// Lock-free: a fixed table of atomic pointers to immutable entries. A slot is filled once and never replaced, so
+// readers only load a pointer and never wait or write shared memory — batch encoding scales with threads. When both
+// candidate slots of a piece are taken, the piece is simply not cached (HF likewise stops admitting when full).
 #pragma once
 
-#include <array>
+#include <atomic>
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace qinfer {
@@ -16,25 +17,25 @@ class WordCache {
  public:
   static constexpr size_t kMaxPieceBytes = 64;  // longer pieces are rare repeats; not worth the memory
 
+  WordCache();
+  ~WordCache();
+  WordCache(const WordCache&) = delete;
+  WordCache& operator=(const WordCache&) = delete;
+
   // Appends the cached ids of piece to out and returns true, or returns false on a miss.
   bool lookup(std::string_view piece, uint64_t hash, std::vector<int32_t>& out) const;
+  // Caches piece → ids if one of its two slots is free; the cache is a memo of a pure function, so it is const.
   void insert(std::string_view piece, uint64_t hash, const int32_t* ids, size_t count) const;
 
  private:
-  static constexpr size_t kShards = 64;
-  static constexpr size_t kEntriesPerShard = 2048;
-  struct PieceHash {
-    using is_transparent = void;  // find() by string_view without building a std::string
-    size_t operator()(std::string_view piece) const;
+  struct Entry {
+    uint64_t hash;
+    std::string piece;
+    std::vector<int32_t> ids;
   };
-  struct Shard {
-    std::mutex mutex;
-    std::unordered_map<std::string, std::vector<int32_t>, PieceHash, std::equal_to<>> entries;
-  };
-  Shard& shard(uint64_t hash) const { return shards_[(hash >> 58) % kShards]; }
+  static constexpr size_t kSlots = size_t{1} << 16;  // ~65k pieces, a few MB at most
 
-  // The cache is a memo of a pure function, so it stays logically const: encode() is const and thread-safe.
-  mutable std::array<Shard, kShards> shards_;
+  std::unique_ptr<std::atomic<const Entry*>[]> slots_;  // [kSlots]
 };
 
 }  // namespace qinfer

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <numeric>
+#include <random>
 #include <thread>
 
 #include "fake_backend.h"
@@ -153,6 +155,63 @@ TEST(Engine, ThreadedLoopServesConcurrentSubmitters) {
   engine.stop();
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
   EXPECT_EQ(engine.stats().num_free_blocks, spec.num_blocks);
+}
+
+TEST(Engine, ConcurrentSubmitsAndAbortsLeaveNoBlocksBehind) {
+  FakeModelSpec spec = fake_model();
+  spec.num_blocks = 40;  // tight: preemption happens under load
+  FakeBackend backend(spec);
+  EngineOptions options = engine_options(/*with_text=*/true);
+  Engine engine(backend, options);
+  engine.start();
+  std::vector<std::thread> clients;
+  std::vector<int> bad(4, 0);
+  std::atomic<int> refused = 0, aborted = 0;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      std::mt19937 rng(static_cast<uint32_t>(c));
+      std::vector<std::pair<GenerationRequest, RequestHandle>> mine;
+      for (int r = 0; r < 60; ++r) {
+        GenerationRequest request = greedy_request(tokens_from(1 + static_cast<int32_t>(rng() % 40), 4 + rng() % 30),
+                                                   1 + static_cast<int32_t>(rng() % 40));
+        request.n = 1 + static_cast<int32_t>(rng() % 3);
+        request.sampling.temperature = 0.9f;
+        request.seed = rng();
+        if (rng() % 4 == 0) request.stop = {"qq"};
+        try {
+          mine.emplace_back(request, engine.submit(request));
+        } catch (const Error&) {  // n samples that cannot fit the 40 blocks together
+          ++refused;
+          continue;
+        }
+        if (rng() % 3 == 0) engine.abort(mine[rng() % mine.size()].second.id);
+      }
+      for (auto& [request, handle] : mine) {
+        Collected got = collect(*handle.stream, request.n);
+        for (int32_t i = 0; i < request.n; ++i) {
+          size_t index = static_cast<size_t>(i);
+          if (got.finish[index] == FinishReason::kNone) ++bad[static_cast<size_t>(c)];
+          if (got.finish[index] == FinishReason::kAbort) ++aborted;
+          // Unless aborted or stopped by the string, each sample is its seeded reference.
+          if (got.finish[index] == FinishReason::kLength || got.finish[index] == FinishReason::kStop) {
+            std::vector<int32_t> expected = reference(request, spec, *request.seed + static_cast<uint64_t>(i));
+            if (got.finish[index] == FinishReason::kStop && !request.stop.empty())
+              expected.resize(std::min(expected.size(), got.tokens[index].size()));
+            if (got.tokens[index] != expected) ++bad[static_cast<size_t>(c)];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  engine.stop();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+  EngineStats stats = engine.stats();
+  EXPECT_EQ(stats.num_free_blocks, spec.num_blocks);
+  EXPECT_EQ(stats.num_running + stats.num_waiting, 0);
+  EXPECT_EQ(stats.finished_requests + static_cast<uint64_t>(refused.load()), 240u);
+  EXPECT_GT(aborted.load(), 0);
+  EXPECT_GT(stats.scheduler.preemptions, 0u);
 }
 
 TEST(Engine, AbortFreesBlocksWithinOneStep) {

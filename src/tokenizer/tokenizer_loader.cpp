@@ -19,6 +19,9 @@ namespace {
 
 using nlohmann::json;
 
+// Ids index dense tables, so an absurd id in a malformed file must be an error, not a giant allocation.
+constexpr int64_t kMaxTokenId = (1 << 24) - 1;
+
 struct LoadContext {
   std::filesystem::path file;
 
@@ -66,7 +69,7 @@ void read_model_section(JsonScanner& scanner, ModelSection& model) {
       model.vocab.reserve(150000);
       scanner.for_each_member([&](const std::string& token) {
         const int64_t id = scanner.integer_value();
-        if (id < 0 || id > INT32_MAX - 1) scanner.fail("model.vocab['" + token + "']: id out of range");
+        if (id < 0 || id > kMaxTokenId) scanner.fail("model.vocab['" + token + "']: id out of range");
         model.vocab.insert(token, static_cast<int32_t>(id));
         model.max_id = std::max(model.max_id, static_cast<int32_t>(id));
       });
@@ -189,7 +192,7 @@ std::vector<AddedToken> read_added_tokens(const LoadContext& ctx, const json& ad
     const std::string field = "added_tokens[" + std::to_string(i) + "]";
     if (!entry.is_object()) ctx.malformed(field, "an object", entry);
     AddedToken token;
-    if (!entry.contains("id") || !entry["id"].is_number_unsigned() || entry["id"].get<uint64_t>() > INT32_MAX - 1) {
+    if (!entry.contains("id") || !entry["id"].is_number_unsigned() || entry["id"].get<uint64_t>() > kMaxTokenId) {
       ctx.malformed(field + ".id", "a non-negative integer", entry.value("id", json()));
     }
     token.id = entry["id"].get<int32_t>();

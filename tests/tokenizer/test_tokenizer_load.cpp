@@ -132,6 +132,9 @@ TEST(TokenizerLoad, MissingAndMalformedFilesAreClearErrors) {
   const auto [kind, message] = load_error("bad_merge", bad_merge.dump());
   EXPECT_EQ(kind, ErrorKind::kFormat);
   EXPECT_NE(message.find("model.merges[2]"), std::string::npos) << message;
+  json huge_id = tiny_tokenizer();
+  huge_id["model"]["vocab"]["hey"] = 2000000000;
+  EXPECT_NE(load_error("huge_id", huge_id.dump()).second.find("id out of range"), std::string::npos);
   json bad_id = tiny_tokenizer();
   bad_id["added_tokens"][0]["id"] = "x";
   EXPECT_NE(load_error("bad_id", bad_id.dump()).second.find("added_tokens[0].id"), std::string::npos);

@@ -6,4 +6,4 @@ bash "${repo_root}/tools/setup.sh"
 bash "${repo_root}/tools/build.sh"
 model_args=()
 [[ -n "${QINFER_MODEL:-}" ]] && model_args=(--model "${QINFER_MODEL}")
-exec "${repo_root}/build/src/cli/qinfer" generate "${model_args[@]}" --prompt-ids 9707,11,1879,0 --max-tokens 24 "$@"
+exec "${repo_root}/build/src/cli/qinfer" generate "${model_args[@]}" --prompt "Write a haiku about GPUs." --max-tokens 32 "$@"

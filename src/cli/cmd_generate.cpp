@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -24,6 +25,7 @@ struct GenerateFlags {
   ModelFlags model;
   BackendOptions backend;
   std::string prompt_ids;
+  std::string prompt;
   int max_tokens = 16;
   std::optional<float> temperature, top_p, min_p;
   std::optional<int> top_k;
@@ -61,8 +63,16 @@ std::vector<int32_t> parse_ids(const std::string& text, int vocab_size) {
 void run_generate(const GenerateFlags& f) {
   auto model = load_model_from_flags(f.model);
   const ModelConfig& config = model->config;
-  if (f.prompt_ids.empty()) throw Error(ErrorKind::kInvalidArgument, "--prompt-ids is required");
-  std::vector<int32_t> prompt = parse_ids(f.prompt_ids, config.vocab_size);
+  if (f.prompt_ids.empty() == f.prompt.empty())
+    throw Error(ErrorKind::kInvalidArgument, "give exactly one of --prompt and --prompt-ids");
+  std::optional<Tokenizer> tokenizer;
+  if (auto dir = find_tokenizer_dir(f.model)) tokenizer = Tokenizer::from_model_dir(*dir);
+  if (!f.prompt.empty() && !tokenizer)
+    throw Error(ErrorKind::kNotFound,
+                "--prompt needs a tokenizer.json: none in the model directory (use --tokenizer DIR)");
+  std::vector<int32_t> prompt =
+      f.prompt.empty() ? parse_ids(f.prompt_ids, config.vocab_size) : tokenizer->encode(f.prompt);
+  if (prompt.empty()) throw Error(ErrorKind::kInvalidArgument, "--prompt encodes to no tokens");
   if (f.max_tokens < 1) throw Error(ErrorKind::kInvalidArgument, "--max-tokens must be at least 1");
 
   SamplingParams sp;
@@ -127,6 +137,7 @@ void run_generate(const GenerateFlags& f) {
                prompt.size(), prefill_ms, 1e3 * static_cast<double>(prompt.size()) / prefill_ms, output.size() - 1,
                total_ms - prefill_ms,
                1e3 * static_cast<double>(output.size() - 1) / std::max(1e-9, total_ms - prefill_ms));
+  const std::string text = tokenizer ? tokenizer->decode(output, /*skip_special_tokens=*/true) : "";
   if (f.json) {
     nlohmann::json logprobs = nlohmann::json::array();
     for (const auto& r : results) {
@@ -143,7 +154,11 @@ void run_generate(const GenerateFlags& f) {
   } else {
     std::string line;
     for (size_t i = 0; i < output.size(); ++i) line += (i ? "," : "") + std::to_string(output[i]);
-    std::printf("%s\nfinish_reason: %s\n", line.c_str(), finish_reason.c_str());
+    if (tokenizer)
+      std::printf("%s\n", text.c_str());
+    else
+      std::printf("%s\n", line.c_str());
+    std::fprintf(stderr, "finish_reason: %s\n", finish_reason.c_str());
   }
 }
 
@@ -154,6 +169,7 @@ void register_generate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("generate", "Generate tokens for one prompt");
   add_model_flags(*cmd, f->model);
   add_backend_flags(*cmd, f->backend);
+  cmd->add_option("--prompt", f->prompt, "Prompt text (needs the model's tokenizer.json)");
   cmd->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids");
   cmd->add_option("--max-tokens", f->max_tokens, "Tokens to generate at most")->capture_default_str();
   cmd->add_option("--temperature", f->temperature, "0 = greedy (default: the model's generation_config)");

@@ -24,6 +24,7 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--preset", flags.preset,
                  "With --load-format dummy: tiny | tiny-untied | 0.6b-shape | 4b-shape | 8b-shape");
   cmd.add_option("--config", flags.config, "With --load-format dummy: a config.json");
+  cmd.add_option("--tokenizer", flags.tokenizer, "Directory with tokenizer.json (default: the model's)");
   cmd.add_option("--weight-seed", flags.seed, "With --load-format dummy: weight seed")->capture_default_str();
 }
 
@@ -37,6 +38,27 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "Tokens per KV-cache block")->capture_default_str();
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
+}
+
+std::optional<std::filesystem::path> find_tokenizer_dir(const ModelFlags& flags) {
+  namespace fs = std::filesystem;
+  auto has_tokenizer = [](const fs::path& dir) { return fs::exists(dir / "tokenizer.json"); };
+  if (!flags.tokenizer.empty()) {
+    if (!has_tokenizer(flags.tokenizer))
+      throw Error(ErrorKind::kNotFound, "--tokenizer " + flags.tokenizer + ": no tokenizer.json there");
+    return fs::path(flags.tokenizer);
+  }
+  if (!flags.model.empty() && flags.load_format == "auto") {
+    fs::path dir = resolve_model_dir(flags.model);
+    return has_tokenizer(dir) ? std::optional(dir) : std::nullopt;
+  }
+  std::vector<fs::path> roots = {fs::current_path()};
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  for (fs::path p = exe.parent_path(); !ec && !p.empty() && p != p.root_path(); p = p.parent_path()) roots.push_back(p);
+  for (const auto& root : roots)
+    if (has_tokenizer(root / ".assets" / "qwen3-tokenizer")) return root / ".assets" / "qwen3-tokenizer";
+  return std::nullopt;
 }
 
 std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags) {

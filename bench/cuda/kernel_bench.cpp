@@ -138,7 +138,7 @@ class Bench {
     DeviceBuffer drows(rows.size() * 4, "bench"), dlens(lens.size() * 4, "bench");
     CUDA_CHECK(cudaMemcpy(drows.data(), rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dlens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
-    const size_t split_rows = static_cast<size_t>(sequences + 2 * 132);
+    const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(sequences, num_sms()));
     DeviceBuffer split_out(split_rows * kHeads * kHeadDim * 4, "bench"), split_lse(split_rows * kHeads * 4, "bench");
     DecodeAttentionParams p;
     p.q = q.as<__nv_bfloat16>();

@@ -89,4 +89,33 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
   return plan;
 }
 
+bool is_graphable_decode(const BatchPlan& plan) {
+  return plan.prefill_q_lens.empty() && !plan.decode_q_rows.empty() &&
+         plan.sample_rows.size() == plan.decode_q_rows.size();
+}
+
+void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size) {
+  const int sequences = static_cast<int>(plan.decode_q_rows.size());
+  std::vector<int32_t> tables(static_cast<size_t>(padded_sequences) * stride, scratch_block);
+  for (int s = 0; s < sequences; ++s)
+    std::copy_n(plan.block_tables.begin() + static_cast<ptrdiff_t>(s) * plan.block_table_stride,
+                plan.block_table_stride, tables.begin() + static_cast<ptrdiff_t>(s) * stride);
+  plan.block_tables = std::move(tables);
+  plan.block_table_stride = stride;
+  DeviceSamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.penalty_begin = greedy.penalty_end = static_cast<int32_t>(plan.penalties.size());
+  for (int s = sequences; s < padded_sequences; ++s) {
+    plan.token_ids.push_back(0);
+    plan.positions.push_back(0);
+    plan.slots.push_back(static_cast<int64_t>(scratch_block) * block_size);
+    plan.decode_table_rows.push_back(s);
+    plan.decode_q_rows.push_back(s);
+    plan.decode_context_lens.push_back(1);
+    plan.sample_rows.push_back(s);
+    plan.sampling_params.push_back(greedy);
+  }
+  plan.num_tokens = padded_sequences;
+}
+
 }  // namespace qinfer::cuda

@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_backend.h"
 
+#include <bit>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/gpu_weights.h"
+#include "backend/cuda/graph_cache.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/device_probe.h"
 #include "backend/cuda/kernels/embedding.h"
@@ -61,8 +63,15 @@ class CudaBackend final : public Backend {
   std::vector<float> forward_logits(const Batch& batch) override;
 
  private:
-  // Runs the model over the batch and leaves the logits of the sampled rows in workspace_->logits.
-  void forward(const Batch& batch, const cuda::BatchPlan& plan, DeviceBatch& device);
+  // Validates the batch and builds its plan; throws Error(kInvalidArgument) for batches over the backend's limits.
+  cuda::BatchPlan make_plan(const Batch& batch) const;
+  // Copies the plan's metadata to the device (one transfer on the stream).
+  DeviceBatch upload(const cuda::BatchPlan& plan);
+  // Enqueues the model over the plan and leaves the logits of the sampled rows in workspace_->logits. Decode attention
+  // splits are planned for contexts up to `split_context`. Only enqueues work on stream_ (capturable).
+  void enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch& d, int split_context);
+  // Enqueues sampling of `rows` logits rows and the copy of their results to workspace_->host_results.
+  void enqueue_sampling(int rows, const DeviceBatch& d);
   void linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32 = false);
   bf16* k_cache(int layer) const;
   bf16* v_cache(int layer) const;
@@ -81,6 +90,9 @@ class CudaBackend final : public Backend {
   KvCacheShape kv_shape_;
   int max_model_len_ = 0;
   cuda::UploadArena arena_;
+  cuda::DecodeGraphCache graphs_;
+  uint64_t graphs_arena_generation_ = 0;  // arena generation the cached graphs were captured against
+  int32_t scratch_block_ = 0;             // KV block past the visible pool, written by padding rows of graphs
 };
 
 CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
@@ -93,8 +105,8 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
     throw Error(ErrorKind::kUnsupported,
                 "CUDA backend: hidden_size and intermediate_size must be multiples of 8, "
                 "hidden_size at most 8192");
-  if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > 8)
-    throw Error(ErrorKind::kUnsupported, "CUDA backend: GQA groups of more than 8 query heads are not supported");
+  if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > 16)
+    throw Error(ErrorKind::kUnsupported, "CUDA backend: GQA groups of more than 16 query heads are not supported");
   if (options.block_size <= 0 || options.block_size % 16 != 0)
     throw Error(ErrorKind::kInvalidArgument, "CUDA backend: --block-size must be a positive multiple of 16, got " +
                                                  std::to_string(options.block_size));
@@ -135,7 +147,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
                             ? static_cast<double>(options.kv_cache_bytes)
                             : options.gpu_memory_utilization * static_cast<double>(total_bytes) - used;
   const int64_t blocks_needed = (max_model_len_ + options.block_size - 1) / options.block_size;
-  const int64_t num_blocks = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) : 0;
+  const int64_t num_blocks = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) - 1 : 0;
   if (num_blocks < blocks_needed || budget > static_cast<double>(free_bytes))
     throw Error(ErrorKind::kOutOfMemory,
                 "KV cache does not fit: one sequence of max_model_len " + std::to_string(max_model_len_) + " needs " +
@@ -146,7 +158,9 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
                     ", activations " + gib(static_cast<double>(workspace_->bytes)) + "; free " +
                     gib(static_cast<double>(free_bytes)) +
                     "). Lower --max-model-len or raise --gpu-memory-utilization.");
-  kv_layer_elements_ = static_cast<size_t>(num_blocks) * c.num_kv_heads * options.block_size * c.head_dim;
+  // One block more than the cache exposes: the scratch block that padding rows of decode graphs write.
+  scratch_block_ = static_cast<int32_t>(num_blocks);
+  kv_layer_elements_ = static_cast<size_t>(num_blocks + 1) * c.num_kv_heads * options.block_size * c.head_dim;
   kv_pool_ = cuda::DeviceBuffer(kv_layer_elements_ * 2 * 2 * c.num_layers, "KV cache");
   kv_shape_ = {num_blocks, options.block_size, static_cast<int64_t>(kv_pool_.bytes())};
   spdlog::info("{}: weights {}, activations {}, KV cache {} ({} blocks of {} tokens)", name_,
@@ -176,17 +190,19 @@ void CudaBackend::linear(const bf16* x, int rows, const bf16* weight, int n, int
   }
 }
 
-void CudaBackend::forward(const Batch& batch, const cuda::BatchPlan& plan, DeviceBatch& d) {
-  const ModelConfig& c = model_->config;
-  validate_batch(batch, c, kv_shape_, max_model_len_);
-  if (plan.num_tokens > options_.max_num_batched_tokens ||
+cuda::BatchPlan CudaBackend::make_plan(const Batch& batch) const {
+  validate_batch(batch, model_->config, kv_shape_, max_model_len_);
+  if (static_cast<int64_t>(batch.token_ids.size()) > options_.max_num_batched_tokens ||
       static_cast<int>(batch.sequences.size()) > options_.max_num_seqs)
-    throw Error(ErrorKind::kInvalidArgument, "invalid batch: " + std::to_string(plan.num_tokens) + " tokens in " +
-                                                 std::to_string(batch.sequences.size()) +
+    throw Error(ErrorKind::kInvalidArgument, "invalid batch: " + std::to_string(batch.token_ids.size()) +
+                                                 " tokens in " + std::to_string(batch.sequences.size()) +
                                                  " sequences exceed max_num_batched_tokens " +
                                                  std::to_string(options_.max_num_batched_tokens) + " / max_num_seqs " +
                                                  std::to_string(options_.max_num_seqs));
+  return cuda::plan_batch(batch, kv_shape_.block_size, model_->config.vocab_size);
+}
 
+DeviceBatch CudaBackend::upload(const cuda::BatchPlan& plan) {
   arena_.begin();
   const size_t h_token_ids = arena_.add(plan.token_ids), h_positions = arena_.add(plan.positions),
                h_slots = arena_.add(plan.slots), h_tables = arena_.add(plan.block_tables),
@@ -196,21 +212,24 @@ void CudaBackend::forward(const Batch& batch, const cuda::BatchPlan& plan, Devic
                h_pre_cached = arena_.add(plan.prefill_cached_lens), h_sample = arena_.add(plan.sample_rows),
                h_params = arena_.add(plan.sampling_params), h_penalties = arena_.add(plan.penalties);
   arena_.upload(stream_);
-  d = {arena_.device<int32_t>(h_token_ids),
-       arena_.device<int32_t>(h_positions),
-       arena_.device<int64_t>(h_slots),
-       arena_.device<int32_t>(h_tables),
-       arena_.device<int32_t>(h_dec_rows),
-       arena_.device<int32_t>(h_dec_q),
-       arena_.device<int32_t>(h_dec_ctx),
-       arena_.device<int32_t>(h_pre_rows),
-       arena_.device<int32_t>(h_pre_start),
-       arena_.device<int32_t>(h_pre_len),
-       arena_.device<int32_t>(h_pre_cached),
-       arena_.device<int32_t>(h_sample),
-       arena_.device<cuda::DeviceSamplingParams>(h_params),
-       arena_.device<cuda::PenaltyEntry>(h_penalties)};
+  return {arena_.device<int32_t>(h_token_ids),
+          arena_.device<int32_t>(h_positions),
+          arena_.device<int64_t>(h_slots),
+          arena_.device<int32_t>(h_tables),
+          arena_.device<int32_t>(h_dec_rows),
+          arena_.device<int32_t>(h_dec_q),
+          arena_.device<int32_t>(h_dec_ctx),
+          arena_.device<int32_t>(h_pre_rows),
+          arena_.device<int32_t>(h_pre_start),
+          arena_.device<int32_t>(h_pre_len),
+          arena_.device<int32_t>(h_pre_cached),
+          arena_.device<int32_t>(h_sample),
+          arena_.device<cuda::DeviceSamplingParams>(h_params),
+          arena_.device<cuda::PenaltyEntry>(h_penalties)};
+}
 
+void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch& d, int split_context) {
+  const ModelConfig& c = model_->config;
   cuda::Workspace& w = *workspace_;
   const int tokens = plan.num_tokens, hidden = c.hidden_size, inter = c.intermediate_size;
   const int qkv_width = c.q_width() + 2 * c.kv_width();
@@ -235,7 +254,7 @@ void CudaBackend::forward(const Batch& batch, const cuda::BatchPlan& plan, Devic
   decode.block_size = kv_shape_.block_size;
   decode.scale = scale;
   if (decode.num_decode > 0) {
-    cuda::plan_decode_attention_splits(decode, plan.max_decode_context, num_sms_);
+    cuda::plan_decode_attention_splits(decode, split_context, num_sms_);
     QINFER_CHECK(decode.num_decode * decode.num_splits <= w.max_split_rows);
   }
 
@@ -316,11 +335,7 @@ void CudaBackend::forward(const Batch& batch, const cuda::BatchPlan& plan, Devic
   linear(w.final_normed.as<bf16>(), sampled, weights_.lm_head, c.vocab_size, hidden, w.logits.data(), true);
 }
 
-std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
-  const cuda::BatchPlan plan = cuda::plan_batch(batch, kv_shape_.block_size, model_->config.vocab_size);
-  DeviceBatch d{};
-  forward(batch, plan, d);
-  const int sampled = static_cast<int>(plan.sample_rows.size());
+void CudaBackend::enqueue_sampling(int rows, const DeviceBatch& d) {
   cuda::Workspace& w = *workspace_;
   cuda::SamplingKernelParams sampling;
   sampling.logits = w.logits.as<float>();
@@ -329,30 +344,73 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
   sampling.params = d.sampling_params;
   sampling.penalties = d.penalties;
   sampling.results = w.results.as<cuda::SampledToken>();
-  sampling.num_rows = sampled;
+  sampling.num_rows = rows;
   sampling.vocab = model_->config.vocab_size;
   cuda::launch_sampling(sampling, stream_);
-  if (sampled > 0)
-    CUDA_CHECK(cudaMemcpyAsync(w.host_results.data(), w.results.data(), sampled * sizeof(cuda::SampledToken),
+  if (rows > 0)
+    CUDA_CHECK(cudaMemcpyAsync(w.host_results.data(), w.results.data(), rows * sizeof(cuda::SampledToken),
                                cudaMemcpyDeviceToHost, stream_));
+}
+
+// Decode batches are padded to these sizes so that few graphs serve all batch sizes.
+int padded_batch_size(int sequences) {
+  return sequences <= 8 ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(sequences))) : (sequences + 7) / 8 * 8;
+}
+
+std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
+  cuda::BatchPlan plan = make_plan(batch);
+  const int sampled = static_cast<int>(plan.sample_rows.size());
+  std::vector<int> top_logprobs(static_cast<size_t>(sampled));
+  for (int i = 0; i < sampled; ++i)
+    top_logprobs[static_cast<size_t>(i)] = plan.sampling_params[static_cast<size_t>(i)].num_top_logprobs;
+
+  // Decode-only steps replay a captured graph: padded batch, block tables and attention splits planned for the
+  // power-of-two bucket of the longest context, so one graph serves many steps.
+  cuda::DecodeGraphKey key;
+  bool use_graph = options_.cuda_graphs && cuda::is_graphable_decode(plan);
+  if (use_graph) {
+    key.padded_sequences = padded_batch_size(sampled);
+    key.context_bucket = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(64, plan.max_decode_context))));
+    key.block_table_stride = (key.context_bucket + kv_shape_.block_size - 1) / kv_shape_.block_size;
+    use_graph =
+        key.padded_sequences <= options_.max_num_seqs && key.padded_sequences <= options_.max_num_batched_tokens;
+  }
+  if (use_graph)
+    cuda::pad_decode_plan(plan, key.padded_sequences, key.block_table_stride, scratch_block_, kv_shape_.block_size);
+  const DeviceBatch d = upload(plan);
+  const int rows = static_cast<int>(plan.sample_rows.size());
+  auto enqueue = [&] {
+    enqueue_forward(plan, d, use_graph ? key.context_bucket : plan.max_decode_context);
+    enqueue_sampling(rows, d);
+  };
+  if (use_graph) {
+    if (arena_.generation() != graphs_arena_generation_) {
+      graphs_.clear();
+      graphs_arena_generation_ = arena_.generation();
+    }
+    graphs_.launch(key, enqueue, stream_);
+  } else {
+    enqueue();
+  }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 
   std::vector<SampleResult> results(static_cast<size_t>(sampled));
-  const auto* device_results = w.host_results.as<cuda::SampledToken>();
+  const auto* device_results = workspace_->host_results.as<cuda::SampledToken>();
   for (int i = 0; i < sampled; ++i) {
     const cuda::SampledToken& r = device_results[i];
-    results[static_cast<size_t>(i)].token = r.token;
-    results[static_cast<size_t>(i)].logprob = r.logprob;
-    for (int n = 0; n < plan.sampling_params[static_cast<size_t>(i)].num_top_logprobs; ++n)
-      results[static_cast<size_t>(i)].top.push_back({r.top_tokens[n], r.top_logprobs[n]});
+    SampleResult& out = results[static_cast<size_t>(i)];
+    out.token = r.token;
+    out.logprob = r.logprob;
+    for (int n = 0; n < top_logprobs[static_cast<size_t>(i)]; ++n)
+      out.top.push_back({r.top_tokens[n], r.top_logprobs[n]});
   }
   return results;
 }
 
 std::vector<float> CudaBackend::forward_logits(const Batch& batch) {
-  const cuda::BatchPlan plan = cuda::plan_batch(batch, kv_shape_.block_size, model_->config.vocab_size);
-  DeviceBatch d{};
-  forward(batch, plan, d);
+  const cuda::BatchPlan plan = make_plan(batch);
+  const DeviceBatch d = upload(plan);
+  enqueue_forward(plan, d, plan.max_decode_context);
   std::vector<float> logits(plan.sample_rows.size() * static_cast<size_t>(model_->config.vocab_size));
   CUDA_CHECK(
       cudaMemcpyAsync(logits.data(), workspace_->logits.data(), logits.size() * 4, cudaMemcpyDeviceToHost, stream_));

@@ -20,6 +20,7 @@ void UploadArena::upload(cudaStream_t stream) {
     const size_t capacity = std::max(used_ * 2, size_t{1} << 20);
     host_ = PinnedBuffer(capacity, "batch metadata");
     device_ = DeviceBuffer(capacity, "batch metadata");
+    ++generation_;
   }
   for (const Pending& p : pending_)
     if (p.bytes > 0) std::memcpy(static_cast<std::byte*>(host_.data()) + p.offset, p.source, p.bytes);

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "backend/cuda/device_buffer.h"
@@ -25,6 +26,9 @@ class UploadArena {
   // Packs everything queued since begin() and copies it to the device on `stream`.
   void upload(cudaStream_t stream);
 
+  // Changes whenever upload() had to move the buffers: device addresses captured in graphs are stale then.
+  uint64_t generation() const { return generation_; }
+
   // Device address of a queued array (valid after upload(), until the next upload()).
   template <typename T>
   const T* device(size_t handle) const {
@@ -41,6 +45,7 @@ class UploadArena {
 
   std::vector<Pending> pending_;
   size_t used_ = 0;
+  uint64_t generation_ = 0;
   PinnedBuffer host_;
   DeviceBuffer device_;
 };

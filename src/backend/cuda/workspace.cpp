@@ -1,5 +1,6 @@
 #include "backend/cuda/workspace.h"
 
+#include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/sampling.h"
 
 namespace qinfer::cuda {
@@ -10,8 +11,7 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& limits) {
   const size_t hidden = static_cast<size_t>(c.hidden_size), inter = static_cast<size_t>(c.intermediate_size);
   const size_t q_width = static_cast<size_t>(c.q_width()), kv_width = static_cast<size_t>(c.kv_width());
   const size_t vocab = static_cast<size_t>(c.vocab_size);
-  // plan_decode_attention_splits keeps num_decode * num_splits under num_decode + 2 * num_sms.
-  max_split_rows = limits.max_sequences + 2 * limits.num_sms;
+  max_split_rows = decode_attention_max_split_rows(limits.max_sequences, limits.num_sms);
   auto make = [&](size_t bytes, const char* what) {
     this->bytes += bytes;
     return DeviceBuffer(bytes, what);

@@ -83,7 +83,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
 
   DeviceArray<__nv_bfloat16> dq(q), dk(cache.k), dv(cache.v), out(q.size());
   DeviceArray<int32_t> dtables(cache.tables), drows(rows), dlens(context_lens);
-  const size_t split_rows = static_cast<size_t>(seqs + 2 * num_sms);
+  const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(seqs, num_sms));
   DeviceArray<float> split_out(split_rows * shape.num_heads * shape.head_dim), split_lse(split_rows * shape.num_heads);
   DecodeAttentionParams p;
   p.q = dq.get();
@@ -119,7 +119,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                          ::testing::Combine(::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1},
-                                                              AttentionShape{64, 6, 2}),
+                                                              AttentionShape{64, 6, 2}, AttentionShape{128, 16, 1}),
                                             ::testing::Values(1, 132)));
 
 class PrefillAttentionTest : public ::testing::TestWithParam<AttentionShape> {};

@@ -1,169 +1,142 @@
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda {
 
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / 32;
-constexpr int kUnroll = 4;  // tokens per lane group per iteration: 2 * kUnroll 16-byte loads in flight
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileTokens = 64;  // keys per shared-memory tile: 16 per warp
+constexpr int kGroupRows = 16;   // query heads of a GQA group padded to one m16 tile
 constexpr float kLog2e = 1.4426950408889634f;
-
-// Running softmax state of one lane for kGroup query heads over the tokens it has seen (log2 domain).
-template <int kGroup>
-struct SoftmaxState {
-  float max[kGroup];
-  float sum[kGroup];
-  float acc[kGroup][8];
-};
 
 __device__ __forceinline__ float rescale_factor(float old_max, float new_max) {
   return old_max == -INFINITY ? 0.0f : exp2f(old_max - new_max);
 }
 
-template <int kGroup>
-__device__ __forceinline__ void merge_state(SoftmaxState<kGroup>& s, const float (&other_max)[kGroup],
-                                            const float (&other_sum)[kGroup], const float (&other_acc)[kGroup][8]) {
-#pragma unroll
-  for (int g = 0; g < kGroup; ++g) {
-    const float m = fmaxf(s.max[g], other_max[g]);
-    const float a = rescale_factor(s.max[g], m), b = rescale_factor(other_max[g], m);
-    s.sum[g] = s.sum[g] * a + other_sum[g] * b;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s.acc[g][j] = s.acc[g][j] * a + other_acc[g][j] * b;
-    s.max[g] = m;
-  }
+template <int kHeadDim>
+constexpr int shared_bytes() {
+  // Q tile + two stages of K and V tiles; the final cross-warp merge reuses the K/V area.
+  return (kGroupRows + 4 * kTileTokens) * kHeadDim * 2;
 }
 
-// grid (num_splits, num_kv_heads, num_decode). A lane group of kHeadDim/8 lanes owns one token at a time and eight
-// dimensions of it; kGroup >= the real group size, extra heads are computed on a clamped head and not stored.
-template <int kHeadDim, int kGroup>
+// grid (num_splits, num_kv_heads, num_decode). The query heads of one GQA group are the rows of an m16 tile, so K and
+// V of the group's KV head are read once (cp.async, double-buffered) and multiplied on tensor cores; each warp owns 16
+// keys of every 64-key tile and keeps its own online-softmax state, merged through shared memory at the end.
+template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttentionParams p) {
-  constexpr int kLanesPerToken = kHeadDim / 8;
-  constexpr int kTokensPerWarp = 32 / kLanesPerToken;
+  constexpr int kDimBlocks = kHeadDim / 8;
+  constexpr int kChunks = kHeadDim / 8;
   const int split = blockIdx.x, kv_head = blockIdx.y, seq = blockIdx.z;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int sub = lane / kLanesPerToken, dim = (lane % kLanesPerToken) * 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = p.num_heads / p.num_kv_heads;
   const int context_len = p.context_lens[seq];
   const int begin = split * p.tokens_per_split;
   const int end = min(context_len, begin + p.tokens_per_split);
-  const int32_t* block_table = p.block_tables + static_cast<int64_t>(p.table_rows[seq]) * p.block_table_stride;
   const int q_row = p.q_rows[seq];
+  const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[seq]) * p.block_table_stride;
 
-  float q[kGroup][8];
-#pragma unroll
-  for (int g = 0; g < kGroup; ++g) {
-    const int head = kv_head * group + min(g, group - 1);
-    Bf16x8 v;
-    v.raw = *reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(q_row) * p.num_heads + head) * kHeadDim + dim);
-    bf16x8_to_float(v, q[g]);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) q[g][j] *= p.scale * kLog2e;
+  extern __shared__ __align__(16) unsigned char shared_raw[];
+  __nv_bfloat16* q_tile = reinterpret_cast<__nv_bfloat16*>(shared_raw);  // [kGroupRows][kHeadDim]
+  __nv_bfloat16* k_tiles = q_tile + kGroupRows * kHeadDim;               // [2][kTileTokens][kHeadDim]
+  __nv_bfloat16* v_tiles = k_tiles + 2 * kTileTokens * kHeadDim;         // [2][kTileTokens][kHeadDim]
+
+  for (int index = threadIdx.x; index < kGroupRows * kChunks; index += kThreads) {
+    const int row = index / kChunks, chunk = index % kChunks;
+    const bool valid = row < group;
+    const __nv_bfloat16* src =
+        p.q + (static_cast<int64_t>(q_row) * p.num_heads + kv_head * group + (valid ? row : 0)) * kHeadDim + chunk * 8;
+    cp_async_16(q_tile + swizzle<kHeadDim>(row, chunk), src, valid);
   }
+  const int num_tiles = begin < end ? (end - begin + kTileTokens - 1) / kTileTokens : 0;
+  if (num_tiles > 0)
+    load_kv_tiles<kHeadDim, kThreads, kTileTokens>(k_tiles, v_tiles, p.k_cache, p.v_cache, table, begin, end, kv_head,
+                                                   p.num_kv_heads, p.block_size);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
 
-  SoftmaxState<kGroup> state;
+  uint32_t q_frag[kHeadDim / 16][4];
 #pragma unroll
-  for (int g = 0; g < kGroup; ++g) {
-    state.max[g] = -INFINITY;
-    state.sum[g] = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) state.acc[g][j] = 0;
-  }
+  for (int kk = 0; kk < kHeadDim / 16; ++kk)
+    ldmatrix_x4(q_frag[kk], q_tile + swizzle<kHeadDim>((lane % 8) + ((lane / 8) % 2) * 8, kk * 2 + lane / 16));
 
-  constexpr int kTokensPerIteration = kWarps * kTokensPerWarp * kUnroll;
-  // The whole warp iterates together (the score reduction shuffles across it); tokens past `end` are masked.
-  for (int warp_base = begin + warp * kTokensPerWarp * kUnroll; warp_base < end; warp_base += kTokensPerIteration) {
-    const int base = warp_base + sub * kUnroll;
-    uint4 k_raw[kUnroll] = {}, v_raw[kUnroll] = {};
-    if (base < end) {
-      // The kUnroll tokens from `base` (a multiple of kUnroll) lie in one page: block_size is a multiple of 16.
-      const int64_t page = block_table[base / p.block_size];
-      const __nv_bfloat16* k_first =
-          p.k_cache + ((page * p.num_kv_heads + kv_head) * p.block_size + base % p.block_size) * kHeadDim + dim;
-      const __nv_bfloat16* v_first = p.v_cache + (k_first - p.k_cache);
+  const float scale_log2 = p.scale * kLog2e;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
+  float o[kDimBlocks][4] = {};
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int buffer = tile % 2;
+    if (tile + 1 < num_tiles)
+      load_kv_tiles<kHeadDim, kThreads, kTileTokens>(
+          k_tiles + (1 - buffer) * kTileTokens * kHeadDim, v_tiles + (1 - buffer) * kTileTokens * kHeadDim, p.k_cache,
+          p.v_cache, table, begin + (tile + 1) * kTileTokens, end, kv_head, p.num_kv_heads, p.block_size);
+    cp_async_commit();
+    const __nv_bfloat16* k_tile = k_tiles + buffer * kTileTokens * kHeadDim;
+    const __nv_bfloat16* v_tile = v_tiles + buffer * kTileTokens * kHeadDim;
+
+    // Scores of this warp's 16 keys: two n-blocks of 8.
+    float s[2][4] = {};
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        if (base + u < end) {
-          k_raw[u] = load_streaming(k_first + u * kHeadDim);
-          v_raw[u] = load_streaming(v_first + u * kHeadDim);
-        }
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t b[4];
+      ldmatrix_x4(b, k_tile + swizzle<kHeadDim>(warp * 16 + (lane % 8) + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
+      mma_bf16(s[0], q_frag[kk], b[0], b[1]);
+      mma_bf16(s[1], q_frag[kk], b[2], b[3]);
+    }
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = begin + tile * kTileTokens + warp * 16 + nb * 8 + (lane % 4) * 2 + (e % 2);
+        const float value = key < end ? s[nb][e] * scale_log2 : -INFINITY;
+        s[nb][e] = value;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
       }
+    online_softmax_step(s, tile_max, row_max, row_sum, o);
+    const uint32_t a[4] = {pack_bf16(s[0][0], s[0][1]), pack_bf16(s[0][2], s[0][3]), pack_bf16(s[1][0], s[1][1]),
+                           pack_bf16(s[1][2], s[1][3])};
+#pragma unroll
+    for (int pair = 0; pair < kHeadDim / 16; ++pair) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(
+          b, v_tile + swizzle<kHeadDim>(warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8, pair * 2 + lane / 16));
+      mma_bf16(o[2 * pair], a, b[0], b[1]);
+      mma_bf16(o[2 * pair + 1], a, b[2], b[3]);
     }
-    float scores[kUnroll][kGroup];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      Bf16x8 kv;
-      kv.raw = k_raw[u];
-      float kf[8];
-      bf16x8_to_float(kv, kf);
-#pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        float dot = 0;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) dot = fmaf(q[g][j], kf[j], dot);
-#pragma unroll
-        for (int offset = 1; offset < kLanesPerToken; offset <<= 1) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-        scores[u][g] = base + u < end ? dot : -INFINITY;
-      }
-    }
-#pragma unroll
-    for (int g = 0; g < kGroup; ++g) {
-      float m = state.max[g];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) m = fmaxf(m, scores[u][g]);
-      const float a = rescale_factor(state.max[g], m);
-      state.sum[g] *= a;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) state.acc[g][j] *= a;
-      state.max[g] = m;
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (base + u >= end) break;
-      Bf16x8 vv;
-      vv.raw = v_raw[u];
-      float vf[8];
-      bf16x8_to_float(vv, vf);
-#pragma unroll
-      for (int g = 0; g < kGroup; ++g) {
-        const float weight = exp2f(scores[u][g] - state.max[g]);
-        state.sum[g] += weight;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) state.acc[g][j] = fmaf(weight, vf[j], state.acc[g][j]);
-      }
-    }
+    cp_async_wait_all();
+    __syncthreads();
   }
 
-  // Merge the lane groups of the warp (lanes holding the same dimensions), then the warps through shared memory.
+  // Merge the four warps' states. Thread rows: lane / 4 (+ 8); only rows < group are real query heads.
 #pragma unroll
-  for (int offset = kLanesPerToken; offset < 32; offset <<= 1) {
-    float other_max[kGroup], other_sum[kGroup], other_acc[kGroup][8];
-#pragma unroll
-    for (int g = 0; g < kGroup; ++g) {
-      other_max[g] = __shfl_xor_sync(0xffffffffu, state.max[g], offset);
-      other_sum[g] = __shfl_xor_sync(0xffffffffu, state.sum[g], offset);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) other_acc[g][j] = __shfl_xor_sync(0xffffffffu, state.acc[g][j], offset);
-    }
-    merge_state(state, other_max, other_sum, other_acc);
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
   }
-  __shared__ float warp_max[kWarps][kGroup], warp_sum[kWarps][kGroup], warp_acc[kWarps][kGroup][kHeadDim];
-  if (lane < kLanesPerToken) {
+  float* warp_acc = reinterpret_cast<float*>(k_tiles);  // [kWarps][kGroupRows][kHeadDim]
+  __shared__ float warp_max[kWarps][kGroupRows], warp_sum[kWarps][kGroupRows];
 #pragma unroll
-    for (int g = 0; g < kGroup; ++g) {
-      warp_max[warp][g] = state.max[g];
-      warp_sum[warp][g] = state.sum[g];
+  for (int r = 0; r < 2; ++r) {
+    const int row = lane / 4 + r * 8;
+    if (lane % 4 == 0) {
+      warp_max[warp][row] = row_max[r];
+      warp_sum[warp][row] = row_sum[r];
+    }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) warp_acc[warp][g][dim + j] = state.acc[g][j];
+    for (int nb = 0; nb < kDimBlocks; ++nb) {
+      float* dst = warp_acc + (warp * kGroupRows + row) * kHeadDim + nb * 8 + (lane % 4) * 2;
+      dst[0] = o[nb][2 * r];
+      dst[1] = o[nb][2 * r + 1];
     }
   }
   __syncthreads();
-  for (int index = threadIdx.x; index < group * kHeadDim && index < kGroup * kHeadDim; index += kThreads) {
+  for (int index = threadIdx.x; index < group * kHeadDim; index += kThreads) {
     const int g = index / kHeadDim, d = index % kHeadDim;
     float m = -INFINITY;
 #pragma unroll
@@ -173,7 +146,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(DecodeAttent
     for (int w = 0; w < kWarps; ++w) {
       const float a = rescale_factor(warp_max[w][g], m);
       sum += warp_sum[w][g] * a;
-      acc += warp_acc[w][g][d] * a;
+      acc += warp_acc[(w * kGroupRows + g) * kHeadDim + d] * a;
     }
     const int head = kv_head * group + g;
     const float value = sum > 0 ? acc / sum : 0.0f;
@@ -204,42 +177,37 @@ __global__ void merge_splits_kernel(DecodeAttentionParams p) {
 }
 
 template <int kHeadDim>
-void launch_for_head_dim(const DecodeAttentionParams& p, dim3 grid, cudaStream_t stream) {
-  const int group = p.num_heads / p.num_kv_heads;
-  if (group == 1)
-    decode_attention_kernel<kHeadDim, 1><<<grid, kThreads, 0, stream>>>(p);
-  else if (group == 2)
-    decode_attention_kernel<kHeadDim, 2><<<grid, kThreads, 0, stream>>>(p);
-  else if (group <= 4)
-    decode_attention_kernel<kHeadDim, 4><<<grid, kThreads, 0, stream>>>(p);
-  else if (group <= 8)
-    decode_attention_kernel<kHeadDim, 8><<<grid, kThreads, 0, stream>>>(p);
-  else
-    QINFER_CHECK(false, "GQA group larger than 8 is not supported");
+void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
+  constexpr int kShared = shared_bytes<kHeadDim>();
+  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= 4 * kTileTokens * kHeadDim * 2, "merge scratch must fit");
+  CUDA_CHECK(
+      cudaFuncSetAttribute(decode_attention_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+  const dim3 grid(p.num_splits, p.num_kv_heads, p.num_decode);
+  decode_attention_kernel<kHeadDim><<<grid, kThreads, kShared, stream>>>(p);
 }
 
 }  // namespace
 
 void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms) {
+  // Enough blocks for about four per SM; splits of whole 64-token tiles.
   const int64_t blocks_without_split = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
-  const int64_t wanted_splits = std::max<int64_t>(1, (2 * num_sms + blocks_without_split - 1) / blocks_without_split);
-  // At least 64 tokens per split: below that the merge costs more than the parallelism gains.
-  const int min_tokens = std::max(64, p.block_size);
+  const int64_t wanted_splits = std::max<int64_t>(1, (4 * num_sms + blocks_without_split - 1) / blocks_without_split);
   int tokens = static_cast<int>((max_context_len + wanted_splits - 1) / wanted_splits);
-  tokens = std::max(tokens, min_tokens);
-  tokens = (tokens + p.block_size - 1) / p.block_size * p.block_size;
+  tokens = std::max(kTileTokens, (tokens + kTileTokens - 1) / kTileTokens * kTileTokens);
   p.tokens_per_split = tokens;
   p.num_splits = std::max(1, (max_context_len + tokens - 1) / tokens);
 }
 
+int decode_attention_max_split_rows(int max_decode, int num_sms) { return max_decode + 4 * num_sms; }
+
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream) {
   if (params.num_decode == 0) return;
-  QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.tokens_per_split > 0);
-  const dim3 grid(params.num_splits, params.num_kv_heads, params.num_decode);
+  QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
+               params.tokens_per_split % kTileTokens == 0);
   if (params.head_dim == 128)
-    launch_for_head_dim<128>(params, grid, stream);
+    launch_for_head_dim<128>(params, stream);
   else if (params.head_dim == 64)
-    launch_for_head_dim<64>(params, grid, stream);
+    launch_for_head_dim<64>(params, stream);
   else
     QINFER_CHECK(false, "head_dim must be 64 or 128");
   CUDA_CHECK_LAUNCH();

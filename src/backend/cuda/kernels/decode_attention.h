@@ -1,6 +1,6 @@
 // Paged decode attention (one query token per sequence) in the flash-decoding style: the context is split across
-// blocks, each block reads K/V of one KV head once for all query heads of its GQA group, and a second kernel merges
-// the splits through their log-sum-exp.
+// blocks, each block reads K/V of one KV head once for all query heads of its GQA group (the group's heads are the
+// rows of a tensor-core tile), and a second kernel merges the splits through their log-sum-exp.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -27,13 +27,16 @@ struct DecodeAttentionParams {
   int num_kv_heads = 0;
   int head_dim = 0;  // 64 or 128
   int block_size = 0;
-  int tokens_per_split = 0;  // multiple of block_size
+  int tokens_per_split = 0;  // multiple of 64
   int num_splits = 1;
   float scale = 0;  // head_dim^-0.5
 };
 
-// Picks tokens_per_split / num_splits for a batch so that the grid covers the GPU's SMs about twice.
+// Picks tokens_per_split / num_splits for a batch so that the grid holds about four blocks per SM.
 void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms);
+
+// Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.
+int decode_attention_max_split_rows(int max_decode, int num_sms);
 
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream);
 

@@ -1,81 +1,17 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/prefill_attention.h"
+#include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda {
 
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kBlockM = kWarps * 16;  // query rows per block: 16 per warp
 constexpr int kBlockN = 64;           // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
-
-// Shared-memory tiles are [rows][head_dim] bf16 with the 16-byte chunk index XOR-swizzled by (row % 8), so that the
-// eight row addresses of an ldmatrix phase fall into different banks.
-template <int kHeadDim>
-__device__ __forceinline__ int swizzle(int row, int chunk) {
-  return row * kHeadDim + ((chunk ^ (row & 7)) << 3);
-}
-
-__device__ __forceinline__ void cp_async_16(void* smem, const void* global, bool valid) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* smem) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// d += a * b for one m16n8k16 tile (bf16 inputs, fp32 accumulators).
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-
-// Loads kBlockN keys and values starting at token `first` of the sequence into swizzled tiles; tokens at or past
-// `context_len` are zero-filled. Each thread owns one 16-byte chunk column and looks up the page of each of its rows
-// once for both K and V.
-template <int kHeadDim>
-__device__ __forceinline__ void load_kv_tiles(__nv_bfloat16* k_tile, __nv_bfloat16* v_tile, const int32_t* table,
-                                              int first, int context_len, int kv_head,
-                                              const PrefillAttentionParams& p) {
-  constexpr int kChunks = kHeadDim / 8;
-  constexpr int kRowsPerPass = kThreads / kChunks;
-  const int chunk = threadIdx.x % kChunks;
-#pragma unroll
-  for (int row = threadIdx.x / kChunks; row < kBlockN; row += kRowsPerPass) {
-    const int token = first + row;
-    const bool valid = token < context_len;
-    int64_t offset = 0;
-    if (valid) {
-      const int64_t page = table[token / p.block_size];
-      offset = ((page * p.num_kv_heads + kv_head) * p.block_size + token % p.block_size) * kHeadDim + chunk * 8;
-    }
-    cp_async_16(k_tile + swizzle<kHeadDim>(row, chunk), p.k_cache + offset, valid);
-    cp_async_16(v_tile + swizzle<kHeadDim>(row, chunk), p.v_cache + offset, valid);
-  }
-}
 
 // grid (ceil(max_q_len / kBlockM), num_heads, num_prefill); the heaviest (last) query blocks are scheduled first.
 template <int kHeadDim>
@@ -107,7 +43,8 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
   // Keys up to the last query position of this block.
   const int last_position = cached + min(q_len, (m_block + 1) * kBlockM) - 1;
   const int num_tiles = last_position / kBlockN + 1;
-  load_kv_tiles<kHeadDim>(k_tiles, v_tiles, table, 0, context_len, kv_head, p);
+  load_kv_tiles<kHeadDim, kThreads, kBlockN>(k_tiles, v_tiles, p.k_cache, p.v_cache, table, 0, context_len, kv_head,
+                                             p.num_kv_heads, p.block_size);
   cp_async_commit();
   cp_async_wait_all();
   __syncthreads();
@@ -130,8 +67,9 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int buffer = tile % 2;
     if (tile + 1 < num_tiles) {
-      load_kv_tiles<kHeadDim>(k_tiles + (1 - buffer) * kBlockN * kHeadDim, v_tiles + (1 - buffer) * kBlockN * kHeadDim,
-                              table, (tile + 1) * kBlockN, context_len, kv_head, p);
+      load_kv_tiles<kHeadDim, kThreads, kBlockN>(
+          k_tiles + (1 - buffer) * kBlockN * kHeadDim, v_tiles + (1 - buffer) * kBlockN * kHeadDim, p.k_cache,
+          p.v_cache, table, (tile + 1) * kBlockN, context_len, kv_head, p.num_kv_heads, p.block_size);
     }
     cp_async_commit();
     const __nv_bfloat16* k_tile = k_tiles + buffer * kBlockN * kHeadDim;
@@ -162,29 +100,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
         s[nb][e] = value;
         tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
       }
-    float correction[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      const float new_max = fmaxf(row_max[r], tile_max[r]);
-      correction[r] = row_max[r] == -INFINITY ? 0.0f : exp2f(row_max[r] - new_max);
-      row_max[r] = new_max;
-      row_sum[r] *= correction[r];
-    }
-#pragma unroll
-    for (int nb = 0; nb < kDimBlocks; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[nb][e] *= correction[e / 2];
-#pragma unroll
-    for (int nb = 0; nb < kBlockN / 8; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float m = row_max[e / 2];
-        const float prob = m == -INFINITY ? 0.0f : exp2f(s[nb][e] - m);
-        s[nb][e] = prob;
-        row_sum[e / 2] += prob;
-      }
+    online_softmax_step(s, tile_max, row_max, row_sum, o);
 
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {

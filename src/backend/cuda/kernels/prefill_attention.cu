@@ -11,6 +11,9 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kBlockM = kWarps * 16;  // query rows per block: 16 per warp
 constexpr int kBlockN = 64;           // keys per tile
+constexpr int kStages = 3;            // K/V tiles in flight or in use
+template <int kHeadDim>
+constexpr int kStageElements = 2 * kBlockN* kHeadDim;  // K tile, then V tile
 constexpr float kLog2e = 1.4426950408889634f;
 
 // grid (ceil(max_q_len / kBlockM), num_heads, num_prefill); the heaviest (last) query blocks are scheduled first.
@@ -27,10 +30,12 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
   const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[seq]) * p.block_table_stride;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
+  // Three stages of K and V tiles: tile t + 2 is in flight while tile t is computed. The Q tile occupies the last
+  // stage until its fragments are in registers.
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  __nv_bfloat16* q_tile = reinterpret_cast<__nv_bfloat16*>(shared_bytes);  // [kBlockM][kHeadDim]
-  __nv_bfloat16* k_tiles = q_tile + kBlockM * kHeadDim;                    // [2][kBlockN][kHeadDim]
-  __nv_bfloat16* v_tiles = k_tiles + 2 * kBlockN * kHeadDim;               // [2][kBlockN][kHeadDim]
+  __nv_bfloat16* stages = reinterpret_cast<__nv_bfloat16*>(shared_bytes);     // [kStages][K | V][kBlockN][kHeadDim]
+  __nv_bfloat16* q_tile = stages + (kStages - 1) * kStageElements<kHeadDim>;  // [kBlockM][kHeadDim]
+  static_assert(kBlockM <= 2 * kBlockN, "the Q tile must fit in one stage");
 
   for (int index = threadIdx.x; index < kBlockM * kChunks; index += kThreads) {
     const int row = index / kChunks, chunk = index % kChunks;
@@ -43,10 +48,16 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
   // Keys up to the last query position of this block.
   const int last_position = cached + min(q_len, (m_block + 1) * kBlockM) - 1;
   const int num_tiles = last_position / kBlockN + 1;
-  load_kv_tiles<kHeadDim, kThreads, kBlockN>(k_tiles, v_tiles, p.k_cache, p.v_cache, table, 0, context_len, kv_head,
-                                             p.num_kv_heads, p.block_size);
-  cp_async_commit();
-  cp_async_wait_all();
+  auto load_tile = [&](int tile) {
+    __nv_bfloat16* stage = stages + (tile % kStages) * kStageElements<kHeadDim>;
+    load_kv_tiles<kHeadDim, kThreads, kBlockN>(stage, stage + kBlockN * kHeadDim, p.k_cache, p.v_cache, table,
+                                               tile * kBlockN, context_len, kv_head, p.num_kv_heads, p.block_size);
+  };
+  load_tile(0);
+  cp_async_commit();  // group: Q and tile 0
+  if (num_tiles > 1) load_tile(1);
+  cp_async_commit();  // group: tile 1
+  cp_async_wait_group<1>();
   __syncthreads();
 
   uint32_t q_frag[kHeadDim / 16][4];
@@ -55,6 +66,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
     const int row = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
     ldmatrix_x4(q_frag[kk], q_tile + swizzle<kHeadDim>(row, kk * 2 + lane / 16));
   }
+  __syncthreads();  // the Q area becomes stage kStages - 1
 
   // This thread's rows within the block: g and g + 8 of its warp's 16.
   const int row_base = warp * 16 + lane / 4;
@@ -65,15 +77,12 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
   float o[kDimBlocks][4] = {};
 
   for (int tile = 0; tile < num_tiles; ++tile) {
-    const int buffer = tile % 2;
-    if (tile + 1 < num_tiles) {
-      load_kv_tiles<kHeadDim, kThreads, kBlockN>(
-          k_tiles + (1 - buffer) * kBlockN * kHeadDim, v_tiles + (1 - buffer) * kBlockN * kHeadDim, p.k_cache,
-          p.v_cache, table, (tile + 1) * kBlockN, context_len, kv_head, p.num_kv_heads, p.block_size);
-    }
-    cp_async_commit();
-    const __nv_bfloat16* k_tile = k_tiles + buffer * kBlockN * kHeadDim;
-    const __nv_bfloat16* v_tile = v_tiles + buffer * kBlockN * kHeadDim;
+    if (tile + 2 < num_tiles) load_tile(tile + 2);
+    cp_async_commit();  // one group per iteration (possibly empty), so tile t is always two groups back
+    cp_async_wait_group<2>();
+    __syncthreads();
+    const __nv_bfloat16* k_tile = stages + (tile % kStages) * kStageElements<kHeadDim>;
+    const __nv_bfloat16* v_tile = k_tile + kBlockN * kHeadDim;
 
     float s[kBlockN / 8][4] = {};
 #pragma unroll
@@ -116,8 +125,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
         mma_bf16(o[2 * pair + 1], a, b[2], b[3]);
       }
     }
-    cp_async_wait_all();
-    __syncthreads();
+    __syncthreads();  // everyone is done with this stage before it is refilled
   }
 
 #pragma unroll
@@ -140,7 +148,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
 
 template <int kHeadDim>
 void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
-  constexpr int kSharedBytes = (kBlockM + 4 * kBlockN) * kHeadDim * 2;
+  constexpr int kSharedBytes = kStages * kStageElements<kHeadDim> * 2;
   CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kSharedBytes));
   const dim3 grid((p.max_q_len + kBlockM - 1) / kBlockM, p.num_heads, p.num_prefill);

@@ -47,6 +47,32 @@ nlohmann::ordered_json read_config(const std::filesystem::path& path) {
   }
 }
 
+// The template's variables, as apply_chat_template passes them: messages, tools, documents,
+// add_generation_prompt, the special tokens, then the caller's kwargs (which may override the special tokens).
+jinja::Value::Dict template_variables(const ChatTemplateInputs& inputs, const std::string& bos_token,
+                                      const std::string& eos_token) {
+  if (!inputs.extra_kwargs.is_object() && !inputs.extra_kwargs.is_null()) {
+    throw Error(ErrorKind::kInvalidArgument, "chat_template_kwargs must be a JSON object");
+  }
+  jinja::Value::Dict variables;
+  variables.emplace_back(jinja::Value::string("messages"), jinja::Value::from_json(inputs.messages));
+  variables.emplace_back(jinja::Value::string("tools"), jinja::Value::from_json(inputs.tools));
+  variables.emplace_back(jinja::Value::string("documents"), jinja::Value::none());
+  variables.emplace_back(jinja::Value::string("add_generation_prompt"),
+                         jinja::Value::boolean(inputs.add_generation_prompt));
+  if (!bos_token.empty()) variables.emplace_back(jinja::Value::string("bos_token"), jinja::Value::string(bos_token));
+  if (!eos_token.empty()) variables.emplace_back(jinja::Value::string("eos_token"), jinja::Value::string(eos_token));
+  if (inputs.extra_kwargs.is_object()) {
+    for (const auto& [name, value] : inputs.extra_kwargs.items()) {
+      if (name == "messages" || name == "tools" || name == "documents" || name == "add_generation_prompt") {
+        throw Error(ErrorKind::kInvalidArgument, "chat_template_kwargs may not set '" + name + "'");
+      }
+      variables.emplace_back(jinja::Value::string(name), jinja::Value::from_json(value));
+    }
+  }
+  return variables;
+}
+
 }  // namespace
 
 ChatTemplate ChatTemplate::from_model_dir(const std::filesystem::path& model_dir) {
@@ -103,25 +129,11 @@ ChatTemplate ChatTemplate::from_source(const std::string& source, const std::str
 }
 
 std::string ChatTemplate::render(const ChatTemplateInputs& inputs) const {
-  if (!inputs.extra_kwargs.is_object() && !inputs.extra_kwargs.is_null()) {
-    throw Error(ErrorKind::kInvalidArgument, "chat_template_kwargs must be a JSON object");
-  }
-  // Like apply_chat_template: special tokens first, then the caller's kwargs, which may override them.
   jinja::Value::Dict variables;
-  variables.emplace_back(jinja::Value::string("messages"), jinja::Value::from_json(inputs.messages));
-  variables.emplace_back(jinja::Value::string("tools"), jinja::Value::from_json(inputs.tools));
-  variables.emplace_back(jinja::Value::string("documents"), jinja::Value::none());
-  variables.emplace_back(jinja::Value::string("add_generation_prompt"),
-                         jinja::Value::boolean(inputs.add_generation_prompt));
-  if (!bos_token_.empty()) variables.emplace_back(jinja::Value::string("bos_token"), jinja::Value::string(bos_token_));
-  if (!eos_token_.empty()) variables.emplace_back(jinja::Value::string("eos_token"), jinja::Value::string(eos_token_));
-  if (inputs.extra_kwargs.is_object()) {
-    for (const auto& [name, value] : inputs.extra_kwargs.items()) {
-      if (name == "messages" || name == "tools" || name == "documents" || name == "add_generation_prompt") {
-        throw Error(ErrorKind::kInvalidArgument, "chat_template_kwargs may not set '" + name + "'");
-      }
-      variables.emplace_back(jinja::Value::string(name), jinja::Value::from_json(value));
-    }
+  try {
+    variables = template_variables(inputs, bos_token_, eos_token_);
+  } catch (const jinja::Failure& failure) {  // request JSON the interpreter cannot hold (nested too deeply)
+    throw Error(ErrorKind::kInvalidArgument, std::string("chat template inputs: ") + failure.what());
   }
   const bool use_tool_template = tool_use_template_ && !inputs.tools.is_null();
   return (use_tool_template ? *tool_use_template_ : *default_template_).render(variables);

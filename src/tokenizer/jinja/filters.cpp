@@ -52,6 +52,7 @@ Value tojson(const Value& subject, const CallArgs& args) {
 }
 
 Value to_int(const Value& subject, const CallArgs& args) {
+  subject.require_defined();  // int(Undefined) raises in jinja2 rather than falling back to the default
   const Value* fallback = argument(args, "default", 0);
   const Value fallback_value = fallback != nullptr ? *fallback : Value::integer(0);
   if (subject.is_float()) {
@@ -75,6 +76,7 @@ Value to_int(const Value& subject, const CallArgs& args) {
 }
 
 Value to_float(const Value& subject, const CallArgs& args) {
+  subject.require_defined();
   const Value* fallback = argument(args, "default", 0);
   const Value fallback_value = fallback != nullptr ? *fallback : Value::floating(0.0);
   if (subject.is_number()) return Value::floating(subject.as_double());
@@ -252,6 +254,42 @@ Value select_filter(Interpreter& interpreter, const Value& subject, const CallAr
   return Value::list(std::move(out));
 }
 
+// jinja2's title filter (unlike str.title()) starts words only after whitespace or one of - ( { [ <, then
+// uppercases each word's first character and lowercases the rest.
+Value title_words(const std::string& text) {
+  std::string out;
+  bool word_start = true;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t start = pos;
+    const char32_t cp = decode_utf8(text, pos);
+    const std::string piece = text.substr(start, pos - start);
+    const bool separator = is_python_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+    if (separator) {
+      out += piece;
+      word_start = true;
+      continue;
+    }
+    out += word_start ? to_upper(piece) : to_lower(piece);
+    word_start = false;
+  }
+  return Value::string(std::move(out));
+}
+
+// jinja2 counts matches of the regex \w+ (Unicode letters, digits and underscore).
+int64_t count_words(const std::string& text) {
+  int64_t words = 0;
+  bool in_word = false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const char32_t cp = decode_utf8(text, pos);
+    const bool word_char = cp == '_' || is_alphanumeric(cp);
+    words += word_char && !in_word;
+    in_word = word_char;
+  }
+  return words;
+}
+
 Value escape(const Value& subject) {
   std::string out;
   for (char c : soft_str(subject)) {
@@ -365,7 +403,7 @@ Value apply_filter(Interpreter& interpreter, std::string_view name, const Value&
   if (name == "last") return first_or_last(subject, false);
   if (name == "lower") return Value::string(to_lower(soft_str(subject)));
   if (name == "upper") return Value::string(to_upper(soft_str(subject)));
-  if (name == "title") return Value::string(to_title(soft_str(subject)));
+  if (name == "title") return title_words(soft_str(subject));
   if (name == "capitalize") return Value::string(capitalize(soft_str(subject)));
   if (name == "replace") return call_method(Value::string(soft_str(subject)), "replace", args);
   if (name == "string" || name == "safe") return Value::string(soft_str(subject));
@@ -405,9 +443,7 @@ Value apply_filter(Interpreter& interpreter, std::string_view name, const Value&
   if (name == "center")
     return call_method(Value::string(soft_str(subject)), "center",
                        args.positional.empty() ? CallArgs{{Value::integer(80)}, {}} : args);
-  if (name == "wordcount")
-    return Value::integer(
-        static_cast<int64_t>(call_method(Value::string(soft_str(subject)), "split", CallArgs{}).items().size()));
+  if (name == "wordcount") return Value::integer(count_words(soft_str(subject)));
   if (name == "format") return binary_operation("%", Value::string(soft_str(subject)), Value::tuple(args.positional));
   throw Failure("the '" + std::string(name) + "' filter is not supported");
 }

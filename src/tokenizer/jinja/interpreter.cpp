@@ -105,11 +105,6 @@ Interpreter::Flow Interpreter::execute_statement(const Stmt& stmt, Scope& scope)
 
 Interpreter::Flow Interpreter::execute_for(const Stmt& stmt, Scope& scope) {
   const Value iterable = evaluate(*stmt.expr, scope);
-  if (iterable.is_none() || iterable.is_number() || iterable.kind() == Value::Kind::kFunction ||
-      iterable.kind() == Value::Kind::kNamespace || iterable.kind() == Value::Kind::kLoop) {
-    throw Failure("'" + iterable.type_name() + "' is not iterable");
-  }
-  if (iterable.is_undefined() && iterable.undefined_is_unsafe()) iterable.require_defined();
   ValueList items = iterate(iterable);
   if (stmt.condition) {
     ValueList kept;
@@ -156,6 +151,8 @@ void Interpreter::execute_set(const Stmt& stmt, Scope& scope) {
   if (target == nullptr || target->kind() != Value::Kind::kNamespace) {
     throw Failure("cannot assign attribute on non-namespace object");
   }
+  // jinja2 allows it, but a namespace stored into a namespace could form a cycle or grow without bound.
+  if (value.holds_namespace()) throw Failure("storing a namespace inside a namespace is not supported");
   Value::Dict& attributes = target->namespace_attributes();
   for (auto& [key, existing] : attributes) {
     if (key.str() == stmt.attribute) {

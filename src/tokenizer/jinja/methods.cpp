@@ -288,16 +288,8 @@ Value string_method(const std::string& text, std::string_view name, const CallAr
   if (name == "isdigit" || name == "isnumeric" || name == "isdecimal") {
     return all_code_points(text, [](char32_t cp) { return cp >= '0' && cp <= '9'; });
   }
-  if (name == "isalpha")
-    return all_code_points(text, [](char32_t cp) {
-      return to_upper(std::string(1, static_cast<char>(cp))) != to_lower(std::string(1, static_cast<char>(cp))) ||
-             cp >= 0x80;
-    });
-  if (name == "isalnum") {
-    return all_code_points(text, [](char32_t cp) {
-      return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp >= 0x80;
-    });
-  }
+  if (name == "isalpha") return all_code_points(text, is_letter);
+  if (name == "isalnum") return all_code_points(text, is_alphanumeric);
   if (name == "isspace") return all_code_points(text, is_python_space);
   if (name == "isupper") return Value::boolean(to_lower(text) != text && to_upper(text) == text);
   if (name == "islower") return Value::boolean(to_upper(text) != text && to_lower(text) == text);

@@ -84,6 +84,17 @@ Value repeat(const Value& sequence, int64_t times) {
   return sequence.kind() == Value::Kind::kTuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
 }
 
+// CPython's float floor division: derived from fmod so that 1 // 0.1 is 9.0, not floor(1 / 0.1) = 10.0.
+double python_float_floor_div(double a, double b) {
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1.0;
+  if (div == 0) return std::copysign(0.0, a / b);
+  double floored = std::floor(div);
+  if (div - floored > 0.5) floored += 1.0;
+  return floored;
+}
+
 double python_float_mod(double a, double b) {
   double m = std::fmod(a, b);
   if (m != 0 && ((m < 0) != (b < 0))) m += b;
@@ -185,7 +196,7 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
       if ((a.as_int() % b.as_int() != 0) && ((a.as_int() < 0) != (b.as_int() < 0))) --q;
       return Value::integer(q);
     }
-    return Value::floating(std::floor(a.as_double() / b.as_double()));
+    return Value::floating(python_float_floor_div(a.as_double(), b.as_double()));
   }
   if (op == "%") {
     if (a.is_string()) return percent_format(a.str(), b);
@@ -315,6 +326,10 @@ Value binary_operation(std::string_view op, const Value& left, const Value& righ
   }
   if (op == "==") return Value::boolean(values_equal(left, right));
   if (op == "!=") return Value::boolean(!values_equal(left, right));
+  if (op == "<" || op == ">" || op == "<=" || op == ">=") {
+    left.require_defined();  // Undefined refuses ordering, even against itself
+    right.require_defined();
+  }
   if (op == "<") return Value::boolean(value_less(left, right));
   if (op == ">") return Value::boolean(value_less(right, left));
   if (op == "<=") return Value::boolean(values_equal(left, right) || value_less(left, right));
@@ -346,6 +361,9 @@ bool contains(const Value& container, const Value& item) {
       }
       return false;
     case Value::Kind::kDict:
+      if (item.kind() == Value::Kind::kList || item.kind() == Value::Kind::kDict) {
+        throw Failure("unhashable type: '" + python_type(item) + "'");
+      }
       return container.find(item) != nullptr;
     case Value::Kind::kUndefined:
       if (container.undefined_is_unsafe()) container.require_defined();

@@ -39,11 +39,13 @@ bool apply_test(Interpreter&, std::string_view name, const Value& subject, const
   if (name == "number") return subject.is_number();
   if (name == "string") return subject.is_string();
   if (name == "mapping") return subject.is_dict();
-  // Undefined is iterable (it iterates as empty), as in jinja2.
+  // Undefined is iterable and a sequence (it has __iter__, __len__ and __getitem__), as in jinja2.
   if (name == "iterable") {
     return subject.is_string() || subject.is_sequence_kind() || subject.is_dict() || subject.is_undefined();
   }
-  if (name == "sequence") return subject.is_string() || subject.is_sequence_kind() || subject.is_dict();
+  if (name == "sequence") {
+    return subject.is_string() || subject.is_sequence_kind() || subject.is_dict() || subject.is_undefined();
+  }
   if (name == "callable") return subject.kind() == Kind::kFunction;
   if (name == "sameas") {
     const Value& other = operand(name, args);
@@ -54,9 +56,9 @@ bool apply_test(Interpreter&, std::string_view name, const Value& subject, const
                : values_equal(subject, other);
   }
   if (name == "escaped") return false;
-  if (name == "odd" || name == "even") {
-    if (!subject.is_number() || subject.is_float()) throw Failure("test '" + std::string(name) + "' needs an integer");
-    return (subject.as_int() % 2 != 0) == (name == "odd");
+  if (name == "odd" || name == "even") {  // value % 2 == 1 / == 0, so 2.5 is neither
+    const Value remainder = binary_operation("%", subject, Value::integer(2));
+    return values_equal(remainder, Value::integer(name == "odd" ? 1 : 0));
   }
   if (name == "divisibleby") {
     const Value& divisor = operand(name, args);
@@ -65,8 +67,11 @@ bool apply_test(Interpreter&, std::string_view name, const Value& subject, const
     }
     return binary_operation("%", subject, divisor).as_double() == 0;
   }
-  if (name == "lower") return subject.is_string() && to_lower(subject.str()) == subject.str();
-  if (name == "upper") return subject.is_string() && to_upper(subject.str()) == subject.str();
+  // str(value).islower() / isupper(): at least one cased character, and none of the other case.
+  if (name == "lower" || name == "upper") {
+    return call_method(Value::string(subject.to_output()), name == "lower" ? "islower" : "isupper", CallArgs{})
+        .truthy();
+  }
   if (name == "in") return contains(operand(name, args), subject);
   if (name == "eq" || name == "equalto" || name == "==")
     return binary_operation("==", subject, operand(name, args)).truthy();

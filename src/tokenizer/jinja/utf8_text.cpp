@@ -65,6 +65,19 @@ bool is_python_space(char32_t cp) {
   return category == UTF8PROC_CATEGORY_ZS || category == UTF8PROC_CATEGORY_ZL || category == UTF8PROC_CATEGORY_ZP;
 }
 
+bool is_letter(char32_t cp) {
+  if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
+  const auto category = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_LO;
+}
+
+bool is_alphanumeric(char32_t cp) {
+  if (cp < 0x80) return is_letter(cp) || (cp >= '0' && cp <= '9');
+  const auto category = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return is_letter(cp) || category == UTF8PROC_CATEGORY_ND || category == UTF8PROC_CATEGORY_NL ||
+         category == UTF8PROC_CATEGORY_NO;
+}
+
 std::vector<size_t> code_point_offsets(std::string_view text) {
   std::vector<size_t> offsets;
   offsets.reserve(text.size() + 1);

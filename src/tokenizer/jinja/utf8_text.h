@@ -14,6 +14,9 @@ void append_utf8(char32_t cp, std::string& out);
 
 // Python's str.isspace() for one code point.
 bool is_python_space(char32_t cp);
+// Python's str.isalpha() (Unicode letters) and str.isalnum() (letters and numbers) for one code point.
+bool is_letter(char32_t cp);
+bool is_alphanumeric(char32_t cp);
 
 // Byte offsets of every code point start, plus text.size() at the end.
 std::vector<size_t> code_point_offsets(std::string_view text);

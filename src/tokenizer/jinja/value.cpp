@@ -95,9 +95,19 @@ Value Value::string(std::string s) {
   return v;
 }
 
+void Value::add_element_facts(const Value& element) {
+  holds_namespace_ = holds_namespace_ || element.holds_namespace_;
+  if (element.depth_ + 1 > depth_) {
+    if (element.depth_ + 1 > kMaxDepth) throw Failure("value nested more than 512 levels deep");
+    depth_ = static_cast<uint16_t>(element.depth_ + 1);
+  }
+}
+
 Value Value::list(ValueList items) {
   Value v;
   v.kind_ = Kind::kList;
+  v.depth_ = 1;
+  for (const Value& item : items) v.add_element_facts(item);
   v.payload_ = std::make_shared<const ValueList>(std::move(items));
   return v;
 }
@@ -111,6 +121,11 @@ Value Value::tuple(ValueList items) {
 Value Value::dict(Dict entries) {
   Value v;
   v.kind_ = Kind::kDict;
+  v.depth_ = 1;
+  for (const auto& [key, value] : entries) {
+    v.add_element_facts(key);
+    v.add_element_facts(value);
+  }
   v.payload_ = std::make_shared<Dict>(std::move(entries));
   return v;
 }
@@ -118,6 +133,7 @@ Value Value::dict(Dict entries) {
 Value Value::namespace_object(Dict attributes) {
   Value v = dict(std::move(attributes));
   v.kind_ = Kind::kNamespace;
+  v.holds_namespace_ = true;
   return v;
 }
 

@@ -115,13 +115,24 @@ class Value {
   const Value* find(std::string_view key) const;
   const Value* find(const Value& key) const;
 
+  // Nesting depth and whether a namespace is inside: namespaces may not be stored into namespaces, which (with the
+  // depth bound) keeps every value acyclic and shallow enough to print, compare and destroy recursively.
+  static constexpr int kMaxDepth = 512;
+  int depth() const { return depth_; }
+  bool holds_namespace() const { return holds_namespace_; }
+
   // Throws Failure with jinja2's message when the value is Undefined (for operations Undefined refuses).
   void require_defined() const;
 
  private:
+  // Folds one element into a new container's depth_ and holds_namespace_; throws Failure beyond kMaxDepth.
+  void add_element_facts(const Value& element);
+
   Kind kind_ = Kind::kUndefined;
-  bool flag_ = false;  // the bool's value, or "unsafe" for an Undefined
-  int64_t int_ = 0;    // int value (also 0/1 for bool)
+  bool flag_ = false;             // the bool's value, or "unsafe" for an Undefined
+  bool holds_namespace_ = false;  // a namespace, or a container with one inside
+  uint16_t depth_ = 0;            // container nesting (0 for scalars)
+  int64_t int_ = 0;               // int value (also 0/1 for bool)
   double float_ = 0;
   // string (const std::string, also an Undefined's hint), list/tuple (const ValueList), dict (const Dict),
   // namespace (mutable Dict), loop (LoopState), function (const Function)

@@ -183,6 +183,19 @@ TEST(JinjaLimits, EndlessLoopsAndHugeStringsStopWithAnError) {
   EXPECT_THROW(doubling.render({}), Error);
   const jinja::Template recursion = jinja::Template::parse("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}");
   EXPECT_THROW(recursion.render({}), Error);
+  // Nested namespaces (allowed by jinja2) could form cycles or unbounded chains, so qinfer refuses them.
+  const jinja::Template chain = jinja::Template::parse(
+      "{% set ns = namespace(cur=none) %}{% for i in range(10) %}{% set n = namespace(up=ns.cur) %}"
+      "{% set ns.cur = n %}{% endfor %}");
+  EXPECT_THROW(chain.render({}), Error);
+  const jinja::Template deep_list = jinja::Template::parse(
+      "{% set ns = namespace(cur=[]) %}{% for i in range(2000) %}{% set ns.cur = [ns.cur] %}{% endfor %}{{ ns.cur }}");
+  EXPECT_THROW(deep_list.render({}), Error);
+  ChatTemplateInputs deep_input;
+  nlohmann::ordered_json nested_json = "leaf";
+  for (int i = 0; i < 1000; ++i) nested_json = nlohmann::ordered_json::array({nested_json});
+  deep_input.messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", nested_json}}});
+  EXPECT_THROW(ChatTemplate::from_source("{{ messages }}").render(deep_input), Error);
   std::string nested(5000, '(');
   EXPECT_THROW(jinja::Template::parse("{{ " + nested + "1" + std::string(5000, ')') + " }}"), Error);
 }

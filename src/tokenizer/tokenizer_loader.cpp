@@ -339,6 +339,7 @@ std::shared_ptr<const Tokenizer::Impl> Tokenizer::Impl::load(const std::filesyst
     sections[key] = json::parse(scanner.raw_value(), nullptr, false);
     if (sections[key].is_discarded()) scanner.fail(key + ": malformed value");
   });
+  if (scanner.peek() != '\0') scanner.fail("unexpected text after the top-level object");
   if (!has_model) throw Error(ErrorKind::kFormat, tokenizer_json.string() + ": field 'model' is missing");
   const auto section = [&](const char* name) { return sections.contains(name) ? sections[name] : json(); };
 

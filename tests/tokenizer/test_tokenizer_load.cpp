@@ -124,6 +124,7 @@ TEST(TokenizerLoad, MissingAndMalformedFilesAreClearErrors) {
   }
   EXPECT_EQ(load_error("truncated", tiny_tokenizer().dump().substr(0, 500)).first, ErrorKind::kFormat);
   EXPECT_EQ(load_error("not_object", "[1, 2]").first, ErrorKind::kFormat);
+  EXPECT_EQ(load_error("trailing", tiny_tokenizer().dump() + " {}").first, ErrorKind::kFormat);
   json no_model = tiny_tokenizer();
   no_model.erase("model");
   EXPECT_NE(load_error("no_model", no_model.dump()).second.find("'model'"), std::string::npos);

@@ -1,13 +1,13 @@
-// qinfer bench: benchmarks through the backend interface. `bench` is a parent command; `latency` runs fixed-shape
-// batches (prefill, then greedy decode) and reports speed against the measured H200 copy bandwidth.
-// Extension point: further subcommands (e.g. `throughput` through the engine) register on the `bench` sub-app from
-// register_bench() below, each in its own file.
+// qinfer bench: `bench` is a parent command. `latency` (here) runs fixed-shape batches through the backend (prefill,
+// then greedy decode) and reports speed against the measured H200 copy bandwidth; `throughput` (cmd_bench_throughput
+// .cpp) runs requests through the engine. Further subcommands register on the `bench` sub-app in register_bench().
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "cli/bench_throughput.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "util/error.h"
@@ -222,6 +222,7 @@ void register_bench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   register_bench_latency(*bench);
+  register_bench_throughput(*bench);
 }
 
 }  // namespace qinfer::cli

@@ -1,5 +1,7 @@
 #include "tokenizer/jinja/interpreter.h"
 
+#include <stdexcept>
+
 #include "tokenizer/jinja/builtins.h"
 #include "util/error.h"
 
@@ -37,6 +39,10 @@ std::string Interpreter::render(Scope& root) {
   } catch (const Failure& failure) {
     throw Error(ErrorKind::kInvalidArgument,
                 "chat template error at line " + std::to_string(line_) + ": " + failure.what());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::length_error& e) {  // a value too large for the standard library
+    throw Error(ErrorKind::kInvalidArgument, "chat template error at line " + std::to_string(line_) + ": " + e.what());
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // Python methods of str, dict, list and tuple that the sandbox allows templates to call.
 #include <algorithm>
+#include <charconv>
 #include <string>
 
 #include "tokenizer/jinja/builtins.h"
@@ -165,8 +166,9 @@ Value format(const std::string& pattern, const CallArgs& args) {
       value = automatic < args.positional.size() ? &args.positional[automatic] : nullptr;
       ++automatic;
     } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
-      const size_t index = std::stoul(field);
-      value = index < args.positional.size() ? &args.positional[index] : nullptr;
+      size_t index = 0;
+      const auto parsed = std::from_chars(field.data(), field.data() + field.size(), index);
+      value = parsed.ec == std::errc() && index < args.positional.size() ? &args.positional[index] : nullptr;
     } else {
       value = args.get(field);
     }

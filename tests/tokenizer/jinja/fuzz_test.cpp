@@ -141,7 +141,7 @@ TEST(JinjaFuzz, MutatedRealTemplatesOnlyEverThrowQinferErrors) {
                            "llama3_2.jinja", "llama3.jinja"}) {
     const std::string source = read_file(kDataDir / name);
     ASSERT_FALSE(source.empty()) << name;
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 1000; ++i) {
       const std::string mutated = mutate(source, rng);
       const Value context = Value::from_json(
           {{"messages", random_messages(rng)},

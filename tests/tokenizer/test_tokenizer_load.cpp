@@ -105,6 +105,29 @@ TEST(TokenizerLoad, TinyTokenizerMergesAndAddedTokens) {
   EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{257, 258}, false), "hey<|end|>");
 }
 
+// Added-token flags, worked out from HF's AddedVocabulary::find_matches (Qwen3 uses none of them): lstrip/rstrip
+// swallow adjacent whitespace into the token, single_word needs non-word characters around the match, normalized
+// tokens match the NFC text.
+TEST(TokenizerLoad, AddedTokenFlags) {
+  json config = tiny_tokenizer();
+  config["added_tokens"] = json::array({
+      {{"id", 258}, {"content", "<l>"}, {"lstrip", true}, {"normalized", false}, {"special", true}},
+      {{"id", 259}, {"content", "<r>"}, {"rstrip", true}, {"normalized", false}},
+      {{"id", 260}, {"content", "ab"}, {"single_word", true}, {"normalized", false}},
+      {{"id", 261}, {"content", "\u00e9"}, {"normalized", true}},
+  });
+  const Tokenizer tokenizer = Tokenizer::from_file(write_temp("flags", config.dump()));
+  using Ids = std::vector<int32_t>;
+  EXPECT_EQ(tokenizer.encode("x  <l>y"), (Ids{'x', 258, 'y'}));
+  EXPECT_EQ(tokenizer.encode("x<r> \n y"), (Ids{'x', 259, 'y'}));
+  EXPECT_EQ(tokenizer.encode("ab"), (Ids{260}));
+  EXPECT_EQ(tokenizer.encode("x ab."), (Ids{'x', ' ', 260, '.'}));
+  EXPECT_EQ(tokenizer.encode("xab"), (Ids{'x', 'a', 'b'}));
+  EXPECT_EQ(tokenizer.encode("e\u0301"), (Ids{261}));               // NFD input, normalized token
+  EXPECT_EQ(tokenizer.encode("<l>", false), (Ids{'<', 'l', '>'}));  // special: off when special matching is off
+  EXPECT_EQ(tokenizer.encode("<r>", false), (Ids{259}));            // not special: still matched
+}
+
 TEST(TokenizerLoad, LegacyMergeStringsAndLlama3RegexLoad) {
   json config = tiny_tokenizer();
   config["model"]["merges"] = json::array({"h e", "he y"});

@@ -37,8 +37,8 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab);
 bool is_graphable_decode(const BatchPlan& plan);
 
 // Pads a decode-only plan to `padded_sequences` with dummy sequences that write and read only `scratch_block`, and
-// widens the block tables to `stride` columns (extra entries point to the scratch block), so that every array has
-// the size a captured graph was recorded with.
+// widens the block tables to `stride` columns (the new columns and the dummy rows point to the scratch block; entries
+// past a sequence's blocks are never read), so that every array has the size a captured graph was recorded with.
 void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size);
 
 }  // namespace qinfer::cuda

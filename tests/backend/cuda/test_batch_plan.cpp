@@ -1,0 +1,89 @@
+// Host-side batch planning of the CUDA backend (no GPU needed): slots, block tables, the decode/prefill split,
+// sampled rows, penalty entries and the padding of decode plans for captured graphs.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "backend/cuda/batch_plan.h"
+
+namespace qinfer::cuda {
+namespace {
+
+BatchSequence sequence(int num_tokens, int num_cached, std::span<const int32_t> table, const SamplingParams* params) {
+  BatchSequence s;
+  s.num_tokens = num_tokens;
+  s.num_cached = num_cached;
+  s.block_table = table;
+  s.sample = params != nullptr;
+  s.sampling = params;
+  return s;
+}
+
+TEST(BatchPlan, MapsTokensToSlotsAndSplitsDecodeFromPrefill) {
+  const std::vector<int32_t> table_a = {7, 3, 9}, table_b = {4};
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  Batch batch;
+  batch.token_ids = {11, 12, 13, 14};
+  // a: 3 new tokens after 30 cached (positions 30..32 cross from block 1 into block 2); b: one decode token.
+  batch.sequences = {sequence(3, 30, table_a, nullptr), sequence(1, 5, table_b, &greedy)};
+  const BatchPlan plan = plan_batch(batch, 16, 1000);
+  EXPECT_EQ(plan.num_tokens, 4);
+  EXPECT_EQ(plan.positions, (std::vector<int32_t>{30, 31, 32, 5}));
+  EXPECT_EQ(plan.slots, (std::vector<int64_t>{3 * 16 + 14, 3 * 16 + 15, 9 * 16 + 0, 4 * 16 + 5}));
+  EXPECT_EQ(plan.block_table_stride, 3);
+  EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{7, 3, 9, 4, 0, 0}));
+  EXPECT_EQ(plan.prefill_q_starts, (std::vector<int32_t>{0}));
+  EXPECT_EQ(plan.prefill_q_lens, (std::vector<int32_t>{3}));
+  EXPECT_EQ(plan.prefill_cached_lens, (std::vector<int32_t>{30}));
+  EXPECT_EQ(plan.decode_q_rows, (std::vector<int32_t>{3}));
+  EXPECT_EQ(plan.decode_table_rows, (std::vector<int32_t>{1}));
+  EXPECT_EQ(plan.decode_context_lens, (std::vector<int32_t>{6}));
+  EXPECT_EQ(plan.sample_rows, (std::vector<int32_t>{3}));
+  EXPECT_FALSE(is_graphable_decode(plan));
+}
+
+TEST(BatchPlan, PenaltyEntriesAreDistinctAndIgnoreOutOfVocabularyIds) {
+  const std::vector<int32_t> table = {0};
+  const std::vector<int32_t> prompt = {5, 6, 5, -1}, output = {6, 6, 7, 5000};
+  SamplingParams p;
+  p.repetition_penalty = 1.2f;
+  p.presence_penalty = 0.5f;
+  Batch batch;
+  batch.token_ids = {1};
+  batch.sequences = {sequence(1, 3, table, &p)};
+  batch.sequences[0].history = {prompt, output};
+  const BatchPlan plan = plan_batch(batch, 16, 1000);
+  ASSERT_EQ(plan.sampling_params.size(), 1u);
+  std::map<int32_t, int32_t> counts;
+  for (const PenaltyEntry& e : plan.penalties) EXPECT_TRUE(counts.emplace(e.token, e.output_count).second);
+  EXPECT_EQ(counts, (std::map<int32_t, int32_t>{{5, 0}, {6, 2}, {7, 1}}));
+  EXPECT_EQ(plan.sampling_params[0].penalty_end - plan.sampling_params[0].penalty_begin, 3);
+}
+
+TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
+  const std::vector<int32_t> table_a = {2, 8}, table_b = {5};
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  Batch batch;
+  batch.token_ids = {1, 2, 3};
+  batch.sequences = {sequence(1, 20, table_a, &greedy), sequence(1, 0, table_b, &greedy),
+                     sequence(1, 7, table_b, &greedy)};
+  BatchPlan plan = plan_batch(batch, 16, 1000);
+  ASSERT_TRUE(is_graphable_decode(plan));
+  pad_decode_plan(plan, 4, 4, 99, 16);
+  EXPECT_EQ(plan.num_tokens, 4);
+  EXPECT_EQ(plan.token_ids.size(), 4u);
+  EXPECT_EQ(plan.block_table_stride, 4);
+  EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{2, 8, 99, 99, 5, 0, 99, 99, 5, 0, 99, 99, 99, 99, 99, 99}));
+  EXPECT_EQ(plan.slots.back(), 99 * 16);
+  EXPECT_EQ(plan.decode_context_lens, (std::vector<int32_t>{21, 1, 8, 1}));
+  EXPECT_EQ(plan.decode_q_rows, (std::vector<int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(plan.sample_rows, (std::vector<int32_t>{0, 1, 2, 3}));
+  ASSERT_EQ(plan.sampling_params.size(), 4u);
+  EXPECT_EQ(plan.sampling_params[3].temperature, 0.0f);
+  EXPECT_EQ(plan.sampling_params[3].penalty_begin, plan.sampling_params[3].penalty_end);
+}
+
+}  // namespace
+}  // namespace qinfer::cuda

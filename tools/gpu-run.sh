@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs every GPU test and benchmark of the CUDA backend on the GPU machine in one go and prints a short table last.
 # Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]
-#   BIN_DIR holds the prebuilt binaries (default build-cuda; the tests, kernel bench and qinfer are looked up by name).
-#   Full logs go to LOG_DIR: tests.log/tests.json, kernel_bench.log, latency_*.json, system.log.
+#   BIN_DIR holds prebuilt binaries, looked up by name: cuda_backend_tests, cuda_kernel_bench, qinfer (default
+#   build-cuda). The build folder is larger than a GPU call carries, so copy and strip them first, e.g.
+#     mkdir -p build-gpu && cp build-cuda/tests/backend/cuda/cuda_backend_tests build-cuda/bench/cuda/cuda_kernel_bench \
+#       build-cuda/src/cli/qinfer build-gpu/ && strip build-gpu/*
+#   and carry build-gpu. Full logs go to LOG_DIR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log,
+#   system.log (GPU, driver, clocks, ldd). The last lines printed are the kernel table and a summary table.
 set -uo pipefail
 log_dir=${1:?usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]}
 bin_dir=${2:-build-cuda}

@@ -41,3 +41,18 @@ else
   (cd "${node_dir}" && npm install --silent --no-audit --no-fund "${js_pkg}") || offline_hint "npm install ${js_pkg} failed"
   echo "fetch-test-assets: installed ${js_pkg} in ${node_dir}"
 fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Server tests (owned by the server layer): the official OpenAI Node SDK, used as the client by tests/server/node.
+#   .assets/node-openai/node_modules/openai
+openai_dir="${assets}/node-openai"
+openai_pkg="openai@6.49.0"
+if [[ -f "${openai_dir}/node_modules/openai/package.json" ]]; then
+  echo "fetch-test-assets: ${openai_pkg} already installed in ${openai_dir}"
+else
+  mkdir -p "${openai_dir}"
+  [[ -f "${openai_dir}/package.json" ]] || echo '{"private": true}' >"${openai_dir}/package.json"
+  (cd "${openai_dir}" && npm install --silent --no-audit --no-fund "${openai_pkg}") ||
+    offline_hint "npm install ${openai_pkg} failed"
+  echo "fetch-test-assets: installed ${openai_pkg} in ${openai_dir}"
+fi

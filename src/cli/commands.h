@@ -11,5 +11,6 @@ void register_generate(CLI::App& app);
 void register_make_test_model(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace qinfer::cli

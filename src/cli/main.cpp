@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   app.parse_complete_callback([&] { qinfer::init_logging(log_level); });
   qinfer::cli::register_generate(app);
   qinfer::cli::register_make_test_model(app);
+  qinfer::cli::register_serve(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

@@ -1,0 +1,161 @@
+#include "server/completion_output.h"
+
+#include "server/openai_response.h"
+
+namespace qinfer::server {
+namespace {
+
+bool is_blank(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+double seconds_between(CompletionOutput::TimePoint from, CompletionOutput::TimePoint to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+}  // namespace
+
+CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model, const Tokenizer& tokenizer,
+                                   ServerMetrics& metrics, TimePoint arrival)
+    : work_(work),
+      id_(random_id(work.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
+      created_(unix_time_now()),
+      model_(std::move(model)),
+      tokenizer_(tokenizer),
+      metrics_(metrics),
+      arrival_(arrival),
+      choices_(static_cast<size_t>(work.generation.n)) {}
+
+ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice) {
+  const TimePoint now = std::chrono::steady_clock::now();
+  if (!delta.token_ids.empty()) {
+    if (!first_token_seen_) metrics_.time_to_first_token.observe(seconds_between(arrival_, now));
+    if (choice.last_output) metrics_.inter_token_latency.observe(seconds_between(*choice.last_output, now));
+    first_token_seen_ = true;
+    choice.last_output = now;
+  }
+  if (delta.finish_reason == FinishReason::kError && !failure_)
+    failure_ = ApiError(500, "internal_error", "generation failed: " + delta.error);
+  if (delta.finish_reason == FinishReason::kDeadline && !failure_)
+    failure_ = ApiError(504, "timeout_error", "the request ran past its deadline (--request-timeout)");
+
+  ToolCallParser::Output out;
+  if (work_.parse_tool_calls) {
+    out = choice.parser.push(delta.text);
+    if (delta.finish_reason != FinishReason::kNone) out.content += choice.parser.finish().content;
+  } else {
+    out.content = delta.text;
+  }
+  choice.calls.insert(choice.calls.end(), out.calls.begin(), out.calls.end());
+  if (delta.finish_reason != FinishReason::kNone)
+    choice.finish_reason = openai_finish_reason(delta.finish_reason, !choice.calls.empty());
+  return out;
+}
+
+nlohmann::json CompletionOutput::chunk(nlohmann::json choices) const {
+  nlohmann::json chunk = {{"id", id_},
+                          {"object", work_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+                          {"created", created_},
+                          {"model", model_},
+                          {"choices", std::move(choices)}};
+  if (work_.include_usage) chunk["usage"] = nullptr;
+  return chunk;
+}
+
+std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
+  std::string events;
+  const bool chat = work_.kind == ApiKind::kChat;
+  for (size_t index = 0; chat && index < choices_.size(); ++index) {
+    if (choices_[index].role_sent) continue;
+    choices_[index].role_sent = true;
+    events += sse_event(chunk(nlohmann::json::array({{{"index", index},
+                                                      {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                                      {"logprobs", nullptr},
+                                                      {"finish_reason", nullptr}}})));
+  }
+  for (const StreamDelta& delta : deltas) {
+    Choice& choice = choices_.at(static_cast<size_t>(delta.index));
+    const size_t calls_before = choice.calls.size();
+    ToolCallParser::Output out = apply(delta, choice);
+    const bool finished = delta.finish_reason != FinishReason::kNone;
+    const bool with_logprobs = work_.generation.logprobs && !delta.logprobs.empty();
+    if (out.content.empty() && out.calls.empty() && !finished && !with_logprobs) continue;
+    nlohmann::json item = {{"index", delta.index}};
+    if (chat) {
+      nlohmann::json message = nlohmann::json::object();
+      if (!out.content.empty() || out.calls.empty()) message["content"] = out.content;
+      if (!out.calls.empty()) message["tool_calls"] = tool_calls_json(out.calls, true, calls_before);
+      if (finished && out.content.empty() && out.calls.empty()) message = nlohmann::json::object();
+      item["delta"] = std::move(message);
+      item["logprobs"] = with_logprobs ? chat_logprobs_json(delta.logprobs, tokenizer_) : nlohmann::json(nullptr);
+    } else {
+      item["text"] = out.content;
+      item["logprobs"] = with_logprobs ? completion_logprobs_json(delta.logprobs, tokenizer_, choice.text_bytes)
+                                       : nlohmann::json(nullptr);
+    }
+    choice.text_bytes += out.content.size();
+    item["finish_reason"] = finished ? nlohmann::json(choice.finish_reason) : nlohmann::json(nullptr);
+    events += sse_event(chunk(nlohmann::json::array({std::move(item)})));
+  }
+  return events;
+}
+
+std::string CompletionOutput::stream_end(const Usage& usage) {
+  std::string events;
+  if (work_.include_usage) {
+    nlohmann::json last = chunk(nlohmann::json::array());
+    last["usage"] = usage_json(usage);
+    events += sse_event(last);
+  }
+  events += kSseDone;
+  return events;
+}
+
+void CompletionOutput::absorb(std::vector<StreamDelta>& deltas) {
+  for (StreamDelta& delta : deltas) {
+    Choice& choice = choices_.at(static_cast<size_t>(delta.index));
+    ToolCallParser::Output out = apply(delta, choice);
+    choice.text += out.content;
+    for (TokenLogprobs& entry : delta.logprobs) choice.logprobs.push_back(std::move(entry));
+  }
+}
+
+nlohmann::json CompletionOutput::final_response(const Usage& usage) {
+  const bool chat = work_.kind == ApiKind::kChat;
+  nlohmann::json choices = nlohmann::json::array();
+  for (size_t index = 0; index < choices_.size(); ++index) {
+    Choice& choice = choices_[index];
+    nlohmann::json item = {{"index", index}};
+    nlohmann::json logprobs = nullptr;
+    if (work_.generation.logprobs)
+      logprobs = chat ? chat_logprobs_json(choice.logprobs, tokenizer_)
+                      : completion_logprobs_json(choice.logprobs, tokenizer_, 0);
+    if (chat) {
+      nlohmann::json message = {{"role", "assistant"}, {"content", choice.text}};
+      if (!choice.calls.empty()) {
+        if (is_blank(choice.text)) message["content"] = nullptr;
+        message["tool_calls"] = tool_calls_json(choice.calls, false, 0);
+      }
+      item["message"] = std::move(message);
+    } else {
+      item["text"] = choice.text;
+    }
+    item["logprobs"] = std::move(logprobs);
+    item["finish_reason"] = choice.finish_reason;
+    choices.push_back(std::move(item));
+  }
+  return {{"id", id_},
+          {"object", chat ? "chat.completion" : "text_completion"},
+          {"created", created_},
+          {"model", model_},
+          {"choices", std::move(choices)},
+          {"usage", usage_json(usage)}};
+}
+
+void CompletionOutput::record_finished(const Usage& usage) {
+  metrics_.prompt_tokens.inc(usage.prompt_tokens);
+  metrics_.generation_tokens.inc(usage.completion_tokens);
+  metrics_.e2e_request_latency.observe(seconds_between(arrival_, std::chrono::steady_clock::now()));
+  for (const Choice& choice : choices_)
+    metrics_.count_finish(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
+}
+
+}  // namespace qinfer::server

@@ -1,0 +1,68 @@
+// Turns one request's engine deltas into OpenAI output: SSE chunks while streaming, or the final response object.
+// Owns the per-choice state (text, tool-call parser, logprobs, finish reason) and records latency metrics.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+#include "server/server_metrics.h"
+#include "server/tool_call_parser.h"
+#include "tokenizer/tokenizer.h"
+
+namespace qinfer::server {
+
+class CompletionOutput {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  // `model` is the served model name echoed in responses; `arrival` when the HTTP request came in.
+  CompletionOutput(const CompletionWork& work, std::string model, const Tokenizer& tokenizer, ServerMetrics& metrics,
+                   TimePoint arrival);
+
+  // Streaming: the SSE events for these deltas (the first call also sends each choice's role chunk).
+  std::string stream_events(std::vector<StreamDelta>& deltas);
+  // Streaming: the usage chunk when asked for, then [DONE].
+  std::string stream_end(const Usage& usage);
+
+  // Non-streaming: records deltas; final_response() once the stream is done.
+  void absorb(std::vector<StreamDelta>& deltas);
+  nlohmann::json final_response(const Usage& usage);
+
+  // Set when a choice ended with an error or the deadline: the request failed.
+  const std::optional<ApiError>& failure() const { return failure_; }
+  // Records end-of-request metrics (tokens, e2e latency, finish reasons); call once.
+  void record_finished(const Usage& usage);
+
+ private:
+  struct Choice {
+    std::string text;  // content so far (non-streaming), tool-call text removed
+    std::vector<ParsedToolCall> calls;
+    std::vector<TokenLogprobs> logprobs;
+    ToolCallParser parser;
+    size_t text_bytes = 0;  // bytes of text already produced (completion logprobs' text_offset)
+    std::string finish_reason;
+    std::optional<TimePoint> last_output;
+    bool role_sent = false;
+  };
+  // Applies one delta to its choice; returns the content released by it and the tool calls it completed.
+  ToolCallParser::Output apply(const StreamDelta& delta, Choice& choice);
+  nlohmann::json chunk(nlohmann::json choices) const;
+
+  const CompletionWork& work_;
+  const std::string id_;
+  const int64_t created_;
+  const std::string model_;
+  const Tokenizer& tokenizer_;
+  ServerMetrics& metrics_;
+  const TimePoint arrival_;
+  std::vector<Choice> choices_;
+  bool first_token_seen_ = false;
+  std::optional<ApiError> failure_;
+};
+
+}  // namespace qinfer::server

@@ -1,0 +1,127 @@
+// POST /v1/chat/completions and /v1/completions: parse → prompt → response cache → admission → engine → JSON or SSE.
+#include <httplib.h>
+
+#include "server/api_error.h"
+#include "server/completion_output.h"
+#include "server/handlers.h"
+#include "server/openai_response.h"
+#include "server/sse_stream.h"
+
+namespace qinfer::server {
+namespace {
+
+void check_model_name(const std::optional<std::string>& requested, const ModelRuntime& runtime) {
+  if (requested && *requested != runtime.served_model_name)
+    throw ApiError(
+        404, "invalid_request_error",
+        "The model '" + *requested + "' does not exist; this server serves '" + runtime.served_model_name + "'",
+        "model", "model_not_found");
+}
+
+std::vector<int32_t> build_prompt(const CompletionWork& work, const ModelRuntime& runtime) {
+  std::vector<int32_t> prompt;
+  try {
+    if (work.kind == ApiKind::kChat)
+      prompt = runtime.prompts->chat_prompt(work.chat);
+    else
+      prompt = work.prompt_text ? runtime.prompts->text_prompt(*work.prompt_text) : work.prompt_ids;
+  } catch (const Error& e) {
+    throw invalid_field(work.kind == ApiKind::kChat ? "messages" : "prompt", e.what());
+  }
+  const char* param = work.kind == ApiKind::kChat ? "messages" : "prompt";
+  if (prompt.empty()) throw invalid_field(param, std::string(param) + " gives an empty prompt");
+  if (static_cast<int64_t>(prompt.size()) >= runtime.max_model_len)
+    throw invalid_field(param, "the prompt has " + std::to_string(prompt.size()) +
+                                   " tokens but the model's context (max_model_len) is " +
+                                   std::to_string(runtime.max_model_len) + " tokens, which leaves no room to generate");
+  for (int32_t id : prompt)
+    if (id >= runtime.vocab_size)
+      throw invalid_field(param, "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                     std::to_string(runtime.vocab_size) + ")");
+  return prompt;
+}
+
+bool every_choice_completed(const nlohmann::json& response) {
+  for (const auto& choice : response["choices"]) {
+    const std::string& reason = choice["finish_reason"].get_ref<const std::string&>();
+    if (reason != "stop" && reason != "length" && reason != "tool_calls") return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,
+                       httplib::Response& response) {
+  const auto arrival = std::chrono::steady_clock::now();
+  const nlohmann::ordered_json body = parse_json_body(request);
+  auto work =
+      std::make_shared<CompletionWork>(kind == ApiKind::kChat ? parse_chat_request(body, runtime.defaults)
+                                                              : parse_completion_request(body, runtime.defaults));
+  check_model_name(work->model, runtime);
+  GenerationRequest generation = work->generation;
+  generation.prompt = build_prompt(*work, runtime);
+
+  const bool use_cache = state.options().response_cache_size > 0 && work->cacheable && !work->stream;
+  if (use_cache) {
+    if (std::optional<nlohmann::json> cached = state.response_cache().find(work->cache_key)) {
+      state.metrics().response_cache_hits.inc();
+      (*cached)["id"] = random_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-");
+      (*cached)["created"] = unix_time_now();
+      write_json(response, 200, *cached);
+      return;
+    }
+    state.metrics().response_cache_misses.inc();
+  }
+
+  const auto deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(state.options().request_timeout_seconds));
+  Admission::Outcome admitted = state.admission().admit(deadline);
+  if (!admitted.slot) {
+    response.set_header("Retry-After", std::to_string(state.options().retry_after_seconds));
+    throw ApiError(429, "rate_limit_exceeded",
+                   admitted.refusal == Admission::Refusal::kQueueFull
+                       ? "the server is at capacity (--max-concurrent-requests and --max-queue-len); retry later"
+                       : "the request waited for a slot until its deadline (--request-timeout); retry later",
+                   std::nullopt, "rate_limit_exceeded");
+  }
+  state.metrics().request_queue_time.observe(admitted.queued_seconds);
+  generation.deadline = deadline;
+
+  RequestHandle handle;
+  try {
+    handle = runtime.engine->submit(std::move(generation));
+  } catch (const Error& e) {
+    throw api_error_from(e);
+  }
+  InFlightRequests::Entry in_flight(state.in_flight(), handle.id);
+  const Tokenizer& tokenizer = runtime.prompts->tokenizer();
+  auto output =
+      std::make_unique<CompletionOutput>(*work, runtime.served_model_name, tokenizer, state.metrics(), arrival);
+
+  if (work->stream) {
+    auto stream = std::make_shared<SseStream>(work, std::move(output), *runtime.engine, handle,
+                                              std::move(*admitted.slot), std::move(in_flight), state.metrics());
+    response.status = 200;
+    response.set_header("Cache-Control", "no-cache");
+    response.set_header("X-Accel-Buffering", "no");
+    response.set_chunked_content_provider(
+        "text/event-stream", [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
+        [stream](bool success) { stream->release(success); });
+    return;
+  }
+
+  std::vector<StreamDelta> deltas;
+  while (handle.stream->wait_drain(deltas)) {
+    output->absorb(deltas);
+    deltas.clear();
+  }
+  const Usage usage = handle.stream->usage();
+  output->record_finished(usage);
+  if (output->failure()) throw *output->failure();
+  nlohmann::json result = output->final_response(usage);
+  if (use_cache && every_choice_completed(result)) state.response_cache().insert(work->cache_key, result);
+  write_json(response, 200, result);
+}
+
+}  // namespace qinfer::server

@@ -1,0 +1,36 @@
+// Route handlers. Each parses and validates its request, hands typed work to the engine (or answers from the
+// tokenizer / metrics), and writes the response. Failures are thrown as ApiError and turned into OpenAI error JSON by
+// the dispatcher (http_server.cpp), which also checks auth, draining and that the model is loaded.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "server/openai_request.h"
+#include "server/server_state.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace qinfer::server {
+
+// The JSON body as ordered_json (tools keep the client's key order). 400 for malformed or too deeply nested JSON.
+nlohmann::ordered_json parse_json_body(const httplib::Request& request);
+void write_json(httplib::Response& response, int status, const nlohmann::json& body);
+
+// POST /v1/chat/completions and /v1/completions.
+void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,
+                       httplib::Response& response);
+
+void handle_models(ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,
+                   httplib::Response& response);
+void handle_tokenize(ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,
+                     httplib::Response& response);
+void handle_detokenize(ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,
+                       httplib::Response& response);
+// /health and /metrics work while the model loads (runtime may be null).
+void handle_health(ServerState& state, const ModelRuntime* runtime, httplib::Response& response);
+void handle_metrics(ServerState& state, const ModelRuntime* runtime, httplib::Response& response);
+
+}  // namespace qinfer::server

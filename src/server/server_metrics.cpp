@@ -1,0 +1,80 @@
+#include "server/server_metrics.h"
+
+namespace qinfer::server {
+namespace {
+
+// Latency buckets from 1 ms to 10 min: fine where interactive latencies sit, coarse for long generations.
+const std::vector<double>& request_latency_buckets() {
+  static const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.25, 0.5,  0.75,
+                                               1.0,   2.5,    5.0,   7.5,  10.0,  20.0, 30.0,  60.0, 120., 300., 600.};
+  return kBuckets;
+}
+
+// Per-token gaps: 100 µs to 2.5 s.
+const std::vector<double>& token_latency_buckets() {
+  static const std::vector<double> kBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.015,
+                                               0.02,   0.025,   0.03,   0.04,  0.05,   0.075, 0.1,  0.15,
+                                               0.2,    0.3,     0.4,    0.5,   0.75,   1.0,   2.5};
+  return kBuckets;
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics()
+    : time_to_first_token(registry_.histogram("qinfer_time_to_first_token_seconds",
+                                              "Time from request arrival to the first generated token",
+                                              request_latency_buckets())),
+      inter_token_latency(registry_.histogram("qinfer_inter_token_latency_seconds",
+                                              "Time between consecutive output deltas of one sample",
+                                              token_latency_buckets())),
+      e2e_request_latency(registry_.histogram("qinfer_e2e_request_latency_seconds",
+                                              "Time from request arrival to its last token",
+                                              request_latency_buckets())),
+      request_queue_time(registry_.histogram("qinfer_request_queue_time_seconds",
+                                             "Time a request waited for a server slot (--max-concurrent-requests)",
+                                             request_latency_buckets())),
+      prompt_tokens(registry_.counter("qinfer_prompt_tokens_total", "Prompt tokens of finished requests")),
+      generation_tokens(registry_.counter("qinfer_generation_tokens_total", "Generated tokens of finished requests")),
+      response_cache_hits(registry_.counter("qinfer_response_cache_hits_total", "Requests answered from the cache")),
+      response_cache_misses(
+          registry_.counter("qinfer_response_cache_misses_total", "Cacheable requests not found in the cache")),
+      client_disconnects(registry_.counter("qinfer_client_disconnects_total",
+                                           "Streams whose client went away before the end (request aborted)")) {}
+
+void ServerMetrics::count_status(int status) {
+  registry_
+      .counter("qinfer_http_requests_total", "HTTP requests answered, by status code",
+               {{"code", std::to_string(status)}})
+      .inc();
+}
+
+void ServerMetrics::count_finish(const std::string& reason) {
+  registry_
+      .counter("qinfer_request_success_total", "Finished generations, by finish reason", {{"finished_reason", reason}})
+      .inc();
+}
+
+std::string ServerMetrics::render(const EngineStats* engine) {
+  Gauge& running = registry_.gauge("qinfer_requests_running", "Sequences in the engine's running batch");
+  Gauge& waiting = registry_.gauge("qinfer_requests_waiting", "Sequences waiting in the engine's queue");
+  Gauge& kv_usage = registry_.gauge("qinfer_kv_cache_usage_ratio", "Fraction of KV-cache blocks in use");
+  Counter& prefix_queries =
+      registry_.counter("qinfer_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache");
+  Counter& prefix_hits = registry_.counter("qinfer_prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
+  Counter& preemptions = registry_.counter("qinfer_num_preemptions_total", "Sequences preempted by the scheduler");
+  Counter& steps = registry_.counter("qinfer_engine_steps_total", "Engine steps (batches) run");
+  if (engine) {
+    running.set(engine->num_running);
+    waiting.set(engine->num_waiting);
+    kv_usage.set(engine->num_blocks > 0
+                     ? 1.0 - static_cast<double>(engine->num_free_blocks) / static_cast<double>(engine->num_blocks)
+                     : 0.0);
+    prefix_queries.set_total(static_cast<double>(engine->blocks.prefix_query_tokens));
+    prefix_hits.set_total(static_cast<double>(engine->blocks.prefix_hit_tokens));
+    preemptions.set_total(static_cast<double>(engine->scheduler.preemptions));
+    steps.set_total(static_cast<double>(engine->scheduler.steps));
+  }
+  return registry_.render();
+}
+
+}  // namespace qinfer::server

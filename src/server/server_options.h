@@ -1,0 +1,30 @@
+// Everything `qinfer serve` configures in the HTTP layer (the engine has its own EngineOptions).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qinfer::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key;                    // empty: no authentication
+  std::vector<std::string> cors_origins;  // allowed Origin values; "*" allows any; empty: no CORS headers
+  size_t max_body_bytes = 4u << 20;       // larger bodies get 413
+  int read_timeout_seconds = 30;          // per read of headers/body: slow or idle clients are dropped
+  int write_timeout_seconds = 30;         // per write: a client that stops reading is dropped
+  int keep_alive_timeout_seconds = 5;
+  int32_t max_concurrent_requests = 256;  // generation requests handed to the engine at once
+  int32_t max_queue_len = 256;            // more wait for a slot; beyond that: 429
+  double request_timeout_seconds = 600;   // per-request deadline, queueing included
+  double shutdown_grace_seconds = 30;     // SIGTERM: time in-flight requests get to finish
+  size_t response_cache_size = 0;         // entries; 0: off
+  double health_stall_seconds = 60;       // /health fails when the engine has work but no step ran for this long
+  int retry_after_seconds = 1;            // Retry-After sent with 429
+  int http_threads = 0;                   // 0: max_concurrent_requests + max_queue_len + 16
+};
+
+}  // namespace qinfer::server

@@ -1,0 +1,85 @@
+#include "server/tool_call_parser.h"
+
+#include <nlohmann/json.hpp>
+
+namespace qinfer::server {
+namespace {
+
+constexpr std::string_view kOpen = "<tool_call>";
+constexpr std::string_view kClose = "</tool_call>";
+
+// Length of the longest suffix of `text` that is a proper prefix of `tag` (text that may become the tag).
+size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
+  for (size_t len = std::min(text.size(), tag.size() - 1); len > 0; --len)
+    if (text.substr(text.size() - len) == tag.substr(0, len)) return len;
+  return 0;
+}
+
+std::string_view trim(std::string_view text) {
+  const char* space = " \t\r\n";
+  size_t begin = text.find_first_not_of(space);
+  if (begin == std::string_view::npos) return {};
+  return text.substr(begin, text.find_last_not_of(space) - begin + 1);
+}
+
+}  // namespace
+
+ToolCallParser::Output ToolCallParser::push(std::string_view text) {
+  Output out;
+  buffer_.append(text);
+  while (true) {
+    if (!in_call_) {
+      size_t open = buffer_.find(kOpen);
+      if (open == std::string::npos) {
+        size_t hold = partial_tag_suffix(buffer_, kOpen);
+        out.content += buffer_.substr(0, buffer_.size() - hold);
+        buffer_.erase(0, buffer_.size() - hold);
+        return out;
+      }
+      out.content += buffer_.substr(0, open);
+      buffer_.erase(0, open + kOpen.size());
+      in_call_ = true;
+    }
+    size_t close = buffer_.find(kClose);
+    if (close == std::string::npos) return out;
+    parse_call(std::string_view(buffer_).substr(0, close), out);
+    buffer_.erase(0, close + kClose.size());
+    in_call_ = false;
+  }
+}
+
+ToolCallParser::Output ToolCallParser::finish() {
+  Output out;
+  out.content = in_call_ ? std::string(kOpen) + buffer_ : buffer_;
+  buffer_.clear();
+  in_call_ = false;
+  return out;
+}
+
+void ToolCallParser::parse_call(std::string_view body, Output& out) {
+  nlohmann::ordered_json call = nlohmann::ordered_json::parse(trim(body), nullptr, false);
+  bool valid = call.is_object() && call.contains("name") && call["name"].is_string();
+  if (valid && call.contains("arguments")) {
+    const auto& arguments = call["arguments"];
+    valid = arguments.is_object() ||
+            (arguments.is_string() && nlohmann::json::parse(arguments.get<std::string>(), nullptr, false).is_object());
+  }
+  if (!valid) {
+    // Not a call we understand: keep the model's text visible rather than dropping it.
+    out.content += std::string(kOpen) + std::string(body) + std::string(kClose);
+    return;
+  }
+  ParsedToolCall parsed;
+  parsed.name = call["name"].get<std::string>();
+  if (!call.contains("arguments")) {
+    parsed.arguments = "{}";
+  } else if (call["arguments"].is_string()) {
+    parsed.arguments = call["arguments"].get<std::string>();
+  } else {
+    parsed.arguments = call["arguments"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  out.calls.push_back(std::move(parsed));
+  ++num_calls_;
+}
+
+}  // namespace qinfer::server

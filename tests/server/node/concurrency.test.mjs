@@ -1,0 +1,63 @@
+// Many concurrent streams give exactly their solo (greedy) outputs; a client that disconnects mid-stream frees its
+// request (the engine's running gauge returns to 0).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { startServer, postJson, parseSse, metricValue } from './harness.mjs';
+
+const NUM_STREAMS = Number(process.env.QINFER_TEST_STREAMS ?? 64);
+let server;
+
+before(async () => { server = await startServer(['--max-num-seqs', '64']); });
+after(async () => { await server.stop(); });
+
+function streamedText(body) {
+  return parseSse(body).slice(0, -1).map((d) => JSON.parse(d))
+    .map((c) => c.choices.map((x) => x.delta.content ?? '').join('')).join('');
+}
+
+test(`${NUM_STREAMS} concurrent streams equal their solo outputs`, { timeout: 120000 }, async () => {
+  // Sixteen distinct requests, each repeated: every concurrent stream has a solo reference.
+  const requests = Array.from({ length: NUM_STREAMS }, (_, i) => ({
+    messages: [{ role: 'user', content: `Request number ${i % 16}: tell me something` }],
+    max_tokens: 12 + (i % 16) % 5, temperature: 0, ignore_eos: true, stream: true }));
+  const solo = new Map();
+  for (const r of requests.slice(0, 16))
+    solo.set(JSON.stringify(r), streamedText((await postJson(server.url, '/v1/chat/completions', r)).body));
+  const results = await Promise.all(requests.map((r) => postJson(server.url, '/v1/chat/completions', r)));
+  results.forEach((res, i) => {
+    assert.equal(res.status, 200);
+    assert.equal(streamedText(res.body), solo.get(JSON.stringify(requests[i])), `stream ${i}`);
+    const last = parseSse(res.body).at(-2);
+    assert.equal(JSON.parse(last).choices[0].finish_reason, 'length');
+  });
+});
+
+test('disconnect mid-stream aborts the request', { timeout: 30000 }, async () => {
+  const body = JSON.stringify({ messages: [{ role: 'user', content: 'long' }], max_tokens: 900, ignore_eos: true,
+    temperature: 0, stream: true });
+  let timer;
+  await new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('no stream data')), 20000);
+    const req = http.request(server.url + '/v1/chat/completions',
+      { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
+        let seen = 0;
+        res.on('data', () => { seen += 1; if (seen === 3) { req.destroy(); resolve(); } });
+      });
+    req.on('error', () => {});
+    req.on('close', resolve);
+    req.write(body);
+    req.end();
+  });
+  clearTimeout(timer);
+  const deadline = Date.now() + 10000;
+  let running;
+  do {
+    await new Promise((r) => setTimeout(r, 100));
+    running = await metricValue(server.url, 'qinfer_requests_running');
+  } while (running !== 0 && Date.now() < deadline);
+  assert.equal(running, 0);
+  assert.ok((await metricValue(server.url, 'qinfer_client_disconnects_total')) >= 1);
+  const usage = await metricValue(server.url, 'qinfer_kv_cache_usage_ratio');
+  assert.ok(usage < 0.5, `KV usage ${usage} after the abort`);
+});

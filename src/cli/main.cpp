@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
   app.parse_complete_callback([&] { qinfer::init_logging(log_level); });
   qinfer::cli::register_generate(app);
+  qinfer::cli::register_tokenize(app);
+  qinfer::cli::register_bench(app);
   qinfer::cli::register_make_test_model(app);
   qinfer::cli::register_serve(app);
   try {

@@ -11,5 +11,6 @@ namespace qinfer::cuda::bench {
 
 // Uniform values in [-scale, scale] from a counter hash of (seed, index).
 void fill_random_bf16(__nv_bfloat16* data, size_t count, uint64_t seed, float scale, cudaStream_t stream);
+void fill_random_f32(float* data, size_t count, uint64_t seed, float scale, cudaStream_t stream);
 
 }  // namespace qinfer::cuda::bench

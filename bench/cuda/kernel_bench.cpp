@@ -12,8 +12,12 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/gemv.h"
 #include "backend/cuda/kernels/prefill_attention.h"
+#include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
+#include "backend/cuda/kernels/sampling.h"
+#include "backend/cuda/kernels/swiglu.h"
 #include "bench_timer.h"
 #include "fill_random.h"
 
@@ -199,6 +203,80 @@ class Bench {
     record("prefill attention", "1 seq x " + std::to_string(length) + " causal", t, flops, false);
   }
 
+  // The small per-layer kernels of a batch-1 decode step, timed as graph replays (what a decode graph pays).
+  void decode_small_ops() {
+    constexpr int kHidden = 2560, kIntermediate = 9728, kQkvWidth = (kHeads + 2 * kKvHeads) * kHeadDim;
+    DeviceBuffer residual(kHidden * 4, "bench"), delta(kHidden * 2, "bench"), weight(kIntermediate * 2, "bench"),
+        normed(kHidden * 2, "bench"), gate_up(2 * kIntermediate * 2, "bench"), act(kIntermediate * 2, "bench"),
+        qkv(kQkvWidth * 2, "bench"), q(kHeads * kHeadDim * 2, "bench"),
+        cache(2 * 16 * kKvHeads * kHeadDim * 2, "bench"), meta(64, "bench"), inv_freq(kHeadDim / 2 * 4, "bench");
+    fill_random_bf16(delta.as<__nv_bfloat16>(), kHidden, 1, 1.0f, stream_);
+    fill_random_bf16(weight.as<__nv_bfloat16>(), kIntermediate, 2, 1.0f, stream_);
+    fill_random_bf16(gate_up.as<__nv_bfloat16>(), 2 * kIntermediate, 3, 1.0f, stream_);
+    fill_random_bf16(qkv.as<__nv_bfloat16>(), kQkvWidth, 4, 1.0f, stream_);
+    fill_random_f32(residual.as<float>(), kHidden, 5, 1.0f, stream_);
+    fill_random_f32(inv_freq.as<float>(), kHeadDim / 2, 6, 0.5f, stream_);
+    CUDA_CHECK(cudaMemsetAsync(meta.data(), 0, 64, stream_));
+    FusedAddRmsNormParams norm;
+    norm.residual = residual.as<float>();
+    norm.delta = delta.as<__nv_bfloat16>();
+    norm.weight = weight.as<__nv_bfloat16>();
+    norm.out = normed.as<__nv_bfloat16>();
+    norm.num_rows = 1;
+    norm.hidden = kHidden;
+    const double t_norm = time_per_call([&](int) { launch_fused_add_rmsnorm(norm, stream_); }, 200, stream_);
+    record("add + rmsnorm", "1 x 2560", t_norm, kHidden * 12.0, true);
+    const double t_swiglu = time_per_call(
+        [&](int) {
+          launch_swiglu({gate_up.as<__nv_bfloat16>(), act.as<__nv_bfloat16>(), 1, kIntermediate}, stream_);
+        },
+        200, stream_);
+    record("swiglu", "1 x 9728", t_swiglu, kIntermediate * 6.0, true);
+    QkNormRopeCacheWriteParams rope;
+    rope.qkv = qkv.as<__nv_bfloat16>();
+    rope.positions = meta.as<int32_t>();
+    rope.slots = reinterpret_cast<const int64_t*>(meta.as<int32_t>() + 4);
+    rope.q_norm = rope.k_norm = weight.as<__nv_bfloat16>();
+    rope.inv_freq = inv_freq.as<float>();
+    rope.q_out = q.as<__nv_bfloat16>();
+    rope.k_cache = cache.as<__nv_bfloat16>();
+    rope.v_cache = cache.as<__nv_bfloat16>() + 16 * kKvHeads * kHeadDim;
+    rope.num_tokens = 1;
+    rope.num_heads = kHeads;
+    rope.num_kv_heads = kKvHeads;
+    rope.head_dim = kHeadDim;
+    rope.block_size = 16;
+    const double t_rope = time_per_call([&](int) { launch_qk_norm_rope_cache_write(rope, stream_); }, 200, stream_);
+    record("qk norm+rope+kv", "1 token", t_rope, kQkvWidth * 4.0, true);
+  }
+
+  // GPU sampling of `rows` rows of 151936 logits with the given parameters (bytes: one read of the logits).
+  void sampling(const char* name, int rows, float temperature, int top_k, float top_p) {
+    constexpr int kVocab = 151936;
+    const size_t elements = static_cast<size_t>(rows) * kVocab;
+    DeviceBuffer logits(elements * 4, "bench"), work(elements * 4, "bench"), probs(elements * 4, "bench"),
+        results(rows * sizeof(SampledToken), "bench"), penalties(sizeof(PenaltyEntry), "bench");
+    fill_random_f32(logits.as<float>(), elements, 7, 8.0f, stream_);
+    DeviceSamplingParams params;
+    params.temperature = temperature;
+    params.top_k = top_k;
+    params.top_p = top_p;
+    const std::vector<DeviceSamplingParams> all(static_cast<size_t>(rows), params);
+    DeviceBuffer dparams(all.size() * sizeof(DeviceSamplingParams), "bench");
+    CUDA_CHECK(
+        cudaMemcpy(dparams.data(), all.data(), all.size() * sizeof(DeviceSamplingParams), cudaMemcpyHostToDevice));
+    SamplingKernelParams p{logits.as<float>(),
+                           work.as<float>(),
+                           probs.as<float>(),
+                           dparams.as<DeviceSamplingParams>(),
+                           penalties.as<PenaltyEntry>(),
+                           results.as<SampledToken>(),
+                           rows,
+                           kVocab};
+    const double t = time_per_call([&](int) { launch_sampling(p, stream_); }, 20, stream_);
+    record("sampling", std::to_string(rows) + " x 151936 (" + name + ")", t, static_cast<double>(elements) * 4, true);
+  }
+
   void summary() const {
     std::printf("\n| kernel | shape | time (us) | achieved | %% of ceiling |\n|---|---|---|---|---|\n");
     for (const Row& r : rows_) print_table_row(r);
@@ -260,6 +338,11 @@ int main() {
   bench.prefill_attention(1024);
   bench.prefill_attention(8192);
   bench.prefill_attention(32768);
+  bench.decode_small_ops();
+  bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
+  bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);
+  bench.sampling("T 1, top-p 0.9", 1, 1.0f, 0, 0.9f);
+  bench.sampling("greedy", 64, 0.0f, 0, 1.0f);
   bench.summary();
   return 0;
 }

@@ -43,7 +43,10 @@ struct SharedScratch {
   double doubles[kWarps];
   float floats[kWarps];
   unsigned long long keys[kWarps];
+  float warp_bins[kWarps][kRadixBins];  // per-warp histograms: shared-memory atomics contend only within a warp
   double bins[kRadixBins];
+  unsigned long long candidates[kThreads];  // small top-k path: keys, then ids
+  int count;
   unsigned long long selected_key;
   double mass_above;
   int token;
@@ -105,12 +108,28 @@ __device__ uint64_t radix_select(const float* work, const float* probs, int voca
   uint64_t prefix = 0, prefix_mask = 0;
   if (threadIdx.x == 0) s.mass_above = 0;
   for (int shift = 56; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < kRadixBins; b += kThreads) s.bins[b] = 0;
+    for (int b = threadIdx.x; b < kWarps * kRadixBins; b += kThreads) (&s.warp_bins[0][0])[b] = 0;
     __syncthreads();
+    float* warp_bins = s.warp_bins[threadIdx.x / 32];
     for (int i = threadIdx.x; i < vocab; i += kThreads) {
       const uint64_t key = order_key(work[i], i);
-      if (key >= floor_key && (key & prefix_mask) == prefix)
-        atomicAdd(&s.bins[(key >> shift) & 0xff], by_mass ? static_cast<double>(probs[i]) : 1.0);
+      if (key >= floor_key && (key & prefix_mask) == prefix) {
+        const unsigned digit = static_cast<unsigned>(key >> shift) & 0xffu;
+        if (by_mass) {
+          atomicAdd(&warp_bins[digit], probs[i]);
+        } else {
+          // Lanes with the same digit add once: the first passes put most of the vocabulary in one bin.
+          const unsigned group = __match_any_sync(__activemask(), digit);
+          if (static_cast<int>(threadIdx.x % 32) == __ffs(group) - 1)
+            atomicAdd(&warp_bins[digit], static_cast<float>(__popc(group)));
+        }
+      }
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < kRadixBins; b += kThreads) {
+      double total = 0;
+      for (int w = 0; w < kWarps; ++w) total += s.warp_bins[w][b];
+      s.bins[b] = total;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -136,6 +155,86 @@ __device__ uint64_t radix_select(const float* work, const float* probs, int voca
   return prefix;
 }
 
+// Sorts kThreads keys in shared memory ascending (bitonic network, one key per thread).
+__device__ void bitonic_sort_ascending(unsigned long long* keys) {
+  __syncthreads();
+  for (int size = 2; size <= kThreads; size <<= 1) {
+    for (int stride = size / 2; stride > 0; stride >>= 1) {
+      const int i = threadIdx.x, j = i ^ stride;
+      if (j > i) {
+        const unsigned long long a = keys[i], b = keys[j];
+        if ((a > b) == ((i & size) == 0)) {
+          keys[i] = b;
+          keys[j] = a;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+// top_k <= kThreads: the k candidates are gathered and sorted in shared memory, and thread 0 then follows
+// sample_token() step by step (double exp, same summation orders), so the draw matches the reference exactly.
+__device__ int sample_small_top_k(const float* work, int vocab, const DeviceSamplingParams& sp, float top,
+                                  SharedScratch& s) {
+  const uint64_t threshold = radix_select(work, nullptr, vocab, 0, static_cast<double>(sp.top_k), false, s);
+  if (threadIdx.x == 0) s.count = 0;
+  s.candidates[threadIdx.x] = ~0ull;  // padding sorts last
+  __syncthreads();
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const uint64_t key = order_key(work[i], i);
+    if (key >= threshold) s.candidates[atomicAdd(&s.count, 1)] = ~key;  // ascending ~key = descending key
+  }
+  bitonic_sort_ascending(s.candidates);
+  const int k = s.count;
+  __syncthreads();  // everyone has read the count before thread 0 reuses it
+  // Top-p prefix in probability order (thread 0), then min-p; survivors re-sorted by id for the inverse CDF.
+  if (threadIdx.x == 0) {
+    int kept = k;
+    if (sp.top_p < 1.0f) {
+      double total = 0;
+      for (int n = 0; n < k; ++n) total += exp(static_cast<double>(work[key_id(~s.candidates[n])] - top));
+      double cumulative = 0;
+      int n = 0;
+      while (n < kept) {
+        cumulative += exp(static_cast<double>(work[key_id(~s.candidates[n++])] - top)) / total;
+        if (cumulative >= sp.top_p) break;
+      }
+      kept = n;
+    }
+    s.count = kept;
+  }
+  __syncthreads();
+  const int kept = s.count;
+  unsigned long long id_key = ~0ull;
+  if (static_cast<int>(threadIdx.x) < kept) {
+    const int id = key_id(~s.candidates[threadIdx.x]);
+    const double prob = exp(static_cast<double>(work[id] - top));
+    if (sp.min_p <= 0.0f || prob >= static_cast<double>(sp.min_p)) id_key = static_cast<unsigned long long>(id);
+  }
+  __syncthreads();
+  s.candidates[threadIdx.x] = id_key;
+  bitonic_sort_ascending(s.candidates);
+  if (threadIdx.x == 0) {
+    int n = 0;
+    double mass = 0;
+    for (; n < kThreads && s.candidates[n] != ~0ull; ++n) mass += exp(static_cast<double>(work[s.candidates[n]] - top));
+    const double target = static_cast<double>(philox_uniform(sp.seed, sp.step)) * mass;
+    int token = static_cast<int>(s.candidates[n - 1]);
+    double cumulative = 0;
+    for (int c = 0; c < n; ++c) {
+      cumulative += exp(static_cast<double>(work[s.candidates[c]] - top));
+      if (cumulative > target) {
+        token = static_cast<int>(s.candidates[c]);
+        break;
+      }
+    }
+    s.token = token;
+  }
+  __syncthreads();
+  return s.token;
+}
+
 __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams p) {
   __shared__ SharedScratch shared;
   const int row = blockIdx.x;
@@ -154,7 +253,8 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
   }
   const float max_logit = block_max(local_max, shared);
   double local_sum = 0;
-  for (int i = threadIdx.x; i < p.vocab; i += kThreads) local_sum += exp(static_cast<double>(logits[i] - max_logit));
+  // Single-precision exp per element (double is ~10x slower on one SM), double accumulation.
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) local_sum += expf(logits[i] - max_logit);
   const float log_norm = max_logit + static_cast<float>(log(block_sum(local_sum, shared)));
 
   // Penalties (entries are distinct tokens, so no two threads touch one logit).
@@ -185,53 +285,58 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
       local_max = fmaxf(local_max, x);
     }
     const float top = block_max(local_max, shared);
-    uint64_t threshold = 0;  // candidates: order_key >= threshold
-    if (sp.top_k > 0 && sp.top_k < p.vocab)
-      threshold = radix_select(work, probs, p.vocab, 0, static_cast<double>(sp.top_k), false, shared);
-    if (sp.top_p < 1.0f) {
-      double kept_mass = 0;
-      for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-        const float prob = expf(work[i] - top);
-        probs[i] = prob;
-        if (order_key(work[i], i) >= threshold) kept_mass += prob;
+    if (sp.top_k > 0 && sp.top_k <= kThreads) {
+      token = sample_small_top_k(work, p.vocab, sp, top, shared);
+    } else {
+      // Large or no top-k: thresholds by radix selection over the whole vocabulary, draw by a block-wide scan.
+      uint64_t threshold = 0;  // candidates: order_key >= threshold
+      if (sp.top_k > 0 && sp.top_k < p.vocab)
+        threshold = radix_select(work, probs, p.vocab, 0, static_cast<double>(sp.top_k), false, shared);
+      if (sp.top_p < 1.0f) {
+        double kept_mass = 0;
+        for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+          const float prob = expf(work[i] - top);
+          probs[i] = prob;
+          if (order_key(work[i], i) >= threshold) kept_mass += prob;
+        }
+        const double total = block_sum(kept_mass, shared);
+        threshold = radix_select(work, probs, p.vocab, threshold, static_cast<double>(sp.top_p) * total, true, shared);
       }
-      const double total = block_sum(kept_mass, shared);
-      threshold = radix_select(work, probs, p.vocab, threshold, static_cast<double>(sp.top_p) * total, true, shared);
-    }
 
-    // Inverse CDF over the candidates in ascending id order: each thread owns a contiguous range of ids.
-    const int chunk = (p.vocab + kThreads - 1) / kThreads;
-    const int begin = min(p.vocab, static_cast<int>(threadIdx.x) * chunk), end = min(p.vocab, begin + chunk);
-    auto candidate_mass = [&](int i) -> double {
-      if (order_key(work[i], i) < threshold) return 0.0;
-      const double prob = exp(static_cast<double>(work[i] - top));
-      return sp.min_p > 0.0f && prob < static_cast<double>(sp.min_p) ? 0.0 : prob;
-    };
-    double own = 0;
-    unsigned long long last_candidate = 0;
-    for (int i = begin; i < end; ++i) {
-      const double m = candidate_mass(i);
-      own += m;
-      if (m > 0) last_candidate = static_cast<unsigned long long>(i);
-    }
-    const double before = block_exclusive_scan(own, shared);
-    const double total = block_sum(own, shared);
-    const int fallback = static_cast<int>(block_max_key(last_candidate, shared));
-    if (threadIdx.x == 0) shared.token = fallback;
-    __syncthreads();
-    const double target = static_cast<double>(philox_uniform(sp.seed, sp.step)) * total;
-    if (before <= target && before + own > target) {
-      double cumulative = before;
+      // Inverse CDF over the candidates in ascending id order: each thread owns a contiguous range of ids.
+      const int chunk = (p.vocab + kThreads - 1) / kThreads;
+      const int begin = min(p.vocab, static_cast<int>(threadIdx.x) * chunk), end = min(p.vocab, begin + chunk);
+      auto candidate_mass = [&](int i) -> double {
+        if (order_key(work[i], i) < threshold) return 0.0;
+        const double prob = expf(work[i] - top);
+        return sp.min_p > 0.0f && prob < static_cast<double>(sp.min_p) ? 0.0 : prob;
+      };
+      double own = 0;
+      unsigned long long last_candidate = 0;
       for (int i = begin; i < end; ++i) {
-        cumulative += candidate_mass(i);
-        if (cumulative > target) {
-          shared.token = i;
-          break;
+        const double m = candidate_mass(i);
+        own += m;
+        if (m > 0) last_candidate = static_cast<unsigned long long>(i);
+      }
+      const double before = block_exclusive_scan(own, shared);
+      const double total = block_sum(own, shared);
+      const int fallback = static_cast<int>(block_max_key(last_candidate, shared));
+      if (threadIdx.x == 0) shared.token = fallback;
+      __syncthreads();
+      const double target = static_cast<double>(philox_uniform(sp.seed, sp.step)) * total;
+      if (before <= target && before + own > target) {
+        double cumulative = before;
+        for (int i = begin; i < end; ++i) {
+          cumulative += candidate_mass(i);
+          if (cumulative > target) {
+            shared.token = i;
+            break;
+          }
         }
       }
+      __syncthreads();
+      token = shared.token;
     }
-    __syncthreads();
-    token = shared.token;
   }
 
   // Top logprobs of the raw logits: repeated block argmax below the previous key.

@@ -8,8 +8,11 @@ packages=(
   cmake ninja-build g++ clang pkg-config git ca-certificates
   nlohmann-json3-dev libutf8proc-dev libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libcpp-httplib-dev
-  nodejs npm
 )
+# Node.js runs the test clients; a Node.js that ships its own npm (e.g. NodeSource's) conflicts with Debian's npm, so
+# the Debian packages are only asked for when the commands are missing.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,7 +12,9 @@ void init_logging(std::string_view level) {
   auto parsed = spdlog::level::from_str(std::string(level));
   if (parsed == spdlog::level::off && level != "off")
     throw Error(ErrorKind::kInvalidArgument, "unknown log level '" + std::string(level) + "'");
-  auto logger = spdlog::stderr_color_mt("qinfer");
+  // Idempotent: tests and tools may initialise more than once.
+  auto logger = spdlog::get("qinfer");
+  if (!logger) logger = spdlog::stderr_color_mt("qinfer");
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   logger->set_level(parsed);
   spdlog::set_default_logger(logger);

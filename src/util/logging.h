@@ -1,4 +1,4 @@
-// One line per event with a level, through spdlog's default logger. Call init_logging once from main().
+// One line per event with a level, through spdlog's default logger, set up by init_logging (safe to call again).
 #pragma once
 
 #include <spdlog/spdlog.h>

@@ -1,7 +1,7 @@
 // The official OpenAI Node SDK against a real `qinfer serve` (tiny random model, real Qwen3 tokenizer).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, loadOpenAI, postJson } from './harness.mjs';
+import { startServer, loadOpenAI, postJson, metricValue } from './harness.mjs';
 
 const OpenAI = loadOpenAI();
 const KEY = 'test-key-123';
@@ -9,7 +9,7 @@ let server;
 let client;
 
 before(async () => {
-  server = await startServer(['--api-key', KEY]);
+  server = await startServer(['--api-key', KEY, '--response-cache-size', '8']);
   client = new OpenAI({ baseURL: server.url + '/v1', apiKey: KEY, maxRetries: 0 });
 });
 after(async () => { await server.stop(); });
@@ -122,4 +122,23 @@ test('prompt longer than the context gets 400 naming both numbers', async () => 
   await assert.rejects(
     client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: long }] }),
     (err) => err.status === 400 && /1024/.test(err.message) && /\d{4} tokens/.test(err.message));
+});
+
+test('response cache answers a repeated deterministic request without the engine', async () => {
+  const request = { model: 'tiny', messages: [{ role: 'user', content: 'cache me' }], max_tokens: 6, temperature: 0 };
+  const hits = await metricValue(server.url, 'qinfer_response_cache_hits_total');
+  const steps = await metricValue(server.url, 'qinfer_engine_steps_total');
+  const first = await client.chat.completions.create(request);
+  const stepsAfterFirst = await metricValue(server.url, 'qinfer_engine_steps_total');
+  const second = await client.chat.completions.create(request);
+  assert.ok(stepsAfterFirst > steps);
+  assert.equal(await metricValue(server.url, 'qinfer_engine_steps_total'), stepsAfterFirst);
+  assert.equal(await metricValue(server.url, 'qinfer_response_cache_hits_total'), hits + 1);
+  assert.deepEqual(second.choices, first.choices);
+  assert.deepEqual(second.usage, first.usage);
+  assert.notEqual(second.id, first.id);
+  // Unseeded sampling is not deterministic: never cached.
+  await client.chat.completions.create({ ...request, temperature: 1 });
+  await client.chat.completions.create({ ...request, temperature: 1 });
+  assert.equal(await metricValue(server.url, 'qinfer_response_cache_hits_total'), hits + 1);
 });

@@ -139,3 +139,39 @@ test('slow client: a request whose body never arrives is dropped by the read tim
     assert.match(answer, /^HTTP\/1.1 400/);
     assert.equal((await rawRequest(server.url, 'GET', '/health')).status, 200);
   });
+
+test('fuzzed bodies get 200 or 4xx, never 5xx, and the server stays healthy', { timeout: 60000 }, async () => {
+  let seed = 12345;
+  const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const pick = (list) => list[Math.floor(random() * list.length)];
+  const base = JSON.stringify({ prompt: 'fuzz', max_tokens: 2, temperature: 0.5, stop: ['x'], logprobs: 1 });
+  const values = [null, true, -1, 0, 1e308, 'str', [], {}, [1, 'a'], { a: { b: [] } }, '\u0000', 2 ** 53];
+  const fields = ['prompt', 'max_tokens', 'temperature', 'top_p', 'top_k', 'n', 'stop', 'seed', 'logprobs',
+    'stream_options', 'stop_token_ids', 'messages', 'tools', 'min_p', 'presence_penalty', 'model'];
+  for (let i = 0; i < 150; i += 1) {
+    let body;
+    if (i % 2 === 0) {
+      const chars = [...base];
+      for (let k = 0; k < 1 + Math.floor(random() * 4); k += 1) {
+        const at = Math.floor(random() * chars.length);
+        const op = random();
+        if (op < 0.4) chars.splice(at, 1);
+        else if (op < 0.8) chars.splice(at, 0, pick(['{', '}', '[', ']', '"', ',', ':', '9', '\\', 'é', '\u0000']));
+        else chars.length = at;
+      }
+      body = chars.join('');
+    } else {
+      const object = { prompt: 'fuzz', max_tokens: 2 };
+      object[pick(fields)] = pick(values);
+      if (random() < 0.5) object[pick(fields)] = pick(values);
+      if (object.max_tokens === undefined || typeof object.max_tokens !== 'number' || object.max_tokens > 4)
+        object.max_tokens = 2;
+      body = JSON.stringify(object);
+    }
+    const path = pick(['/v1/completions', '/tokenize', '/detokenize', '/v1/chat/completions']);
+    const res = await rawRequest(server.url, 'POST', path, { body, headers: { 'Content-Type': 'application/json' } });
+    assert.ok(res.status === 200 || (res.status >= 400 && res.status < 500), `${path} ${body} -> ${res.status}`);
+    if (res.status >= 400) assert.ok(JSON.parse(res.body).error.message.length > 0);
+  }
+  assert.equal((await rawRequest(server.url, 'GET', '/health')).status, 200);
+});

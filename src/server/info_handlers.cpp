@@ -83,7 +83,10 @@ void handle_metrics(ServerState& state, const ModelRuntime* runtime, httplib::Re
   std::optional<EngineStats> stats;
   if (runtime) stats = runtime->engine->stats();
   response.status = 200;
-  response.set_content(state.metrics().render(stats ? &*stats : nullptr), "text/plain; version=0.0.4; charset=utf-8");
+  std::vector<GpuReading> gpus;
+  if (GpuProbe* probe = state.gpu_probe()) gpus = probe->read();
+  response.set_content(state.metrics().render(stats ? &*stats : nullptr, gpus),
+                       "text/plain; version=0.0.4; charset=utf-8");
 }
 
 }  // namespace qinfer::server

@@ -54,7 +54,7 @@ void ServerMetrics::count_finish(const std::string& reason) {
       .inc();
 }
 
-std::string ServerMetrics::render(const EngineStats* engine) {
+std::string ServerMetrics::render(const EngineStats* engine, const std::vector<GpuReading>& gpus) {
   Gauge& running = registry_.gauge("qinfer_requests_running", "Sequences in the engine's running batch");
   Gauge& waiting = registry_.gauge("qinfer_requests_waiting", "Sequences waiting in the engine's queue");
   Gauge& kv_usage = registry_.gauge("qinfer_kv_cache_usage_ratio", "Fraction of KV-cache blocks in use");
@@ -73,6 +73,15 @@ std::string ServerMetrics::render(const EngineStats* engine) {
     prefix_hits.set_total(static_cast<double>(engine->blocks.prefix_hit_tokens));
     preemptions.set_total(static_cast<double>(engine->scheduler.preemptions));
     steps.set_total(static_cast<double>(engine->scheduler.steps));
+  }
+  for (const GpuReading& gpu : gpus) {
+    const MetricLabels labels = {{"gpu", std::to_string(gpu.index)}};
+    registry_.gauge("qinfer_gpu_utilization_ratio", "Fraction of time a kernel ran on the GPU (NVML)", labels)
+        .set(gpu.utilization_ratio);
+    registry_.gauge("qinfer_gpu_memory_used_bytes", "GPU memory in use (NVML)", labels)
+        .set(static_cast<double>(gpu.memory_used_bytes));
+    registry_.gauge("qinfer_gpu_memory_total_bytes", "GPU memory in total (NVML)", labels)
+        .set(static_cast<double>(gpu.memory_total_bytes));
   }
   return registry_.render();
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "server/gpu_probe.h"
 #include "server/metrics_registry.h"
 
 namespace qinfer::server {
@@ -31,8 +32,8 @@ class ServerMetrics {
   // Finished generations, by finish reason ("stop", "length", "tool_calls", "abort", ...).
   void count_finish(const std::string& reason);
 
-  // Refreshes the engine-derived series (nullptr while the model loads) and renders everything.
-  std::string render(const EngineStats* engine);
+  // Refreshes the engine-derived series (nullptr while the model loads) and the GPU gauges, and renders everything.
+  std::string render(const EngineStats* engine, const std::vector<GpuReading>& gpus);
 
   MetricsRegistry& registry() { return registry_; }
 };

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "server/admission.h"
 #include "server/engine_watchdog.h"
+#include "server/gpu_probe.h"
 #include "server/prompt_builder.h"
 #include "server/response_cache.h"
 #include "server/server_metrics.h"
@@ -75,13 +76,16 @@ class ServerState {
   explicit ServerState(ServerOptions options)
       : options_(std::move(options)),
         admission_(options_.max_concurrent_requests, options_.max_queue_len),
-        cache_(options_.response_cache_size) {}
+        cache_(options_.response_cache_size),
+        gpu_probe_(GpuProbe::open()) {}
 
   const ServerOptions& options() const { return options_; }
   ServerMetrics& metrics() { return metrics_; }
   Admission& admission() { return admission_; }
   ResponseCache& response_cache() { return cache_; }
   InFlightRequests& in_flight() { return in_flight_; }
+  // Null without NVML or a GPU.
+  GpuProbe* gpu_probe() { return gpu_probe_.get(); }
 
   // Null while the model loads.
   const ModelRuntime* runtime() const { return runtime_.load(std::memory_order_acquire); }
@@ -97,6 +101,7 @@ class ServerState {
   Admission admission_;
   ResponseCache cache_;
   InFlightRequests in_flight_;
+  std::unique_ptr<GpuProbe> gpu_probe_;
   std::atomic<const ModelRuntime*> runtime_{nullptr};
   std::atomic<bool> draining_{false};
 };

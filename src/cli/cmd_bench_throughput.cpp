@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/bench_throughput.h"
+#include "cli/engine_flags.h"
 #include "cli/model_loading.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -24,9 +25,7 @@ struct ThroughputFlags {
   int shared_prefix_len = 0;
   std::string dataset;
   uint64_t seed = 0;
-  bool enable_prefix_caching = true;
-  bool enable_chunked_prefill = true;
-  std::string scheduling_policy = "fcfs";
+  EngineFlags engine;
   bool json = false;
 };
 
@@ -47,12 +46,7 @@ void run_bench_throughput(const ThroughputFlags& f) {
   auto model = load_model_from_flags(f.model);
   BackendOptions backend_options = f.backend;
   auto backend = create_backend(model, backend_options);
-  EngineOptions options;
-  options.max_num_seqs = backend_options.max_num_seqs;
-  options.max_num_batched_tokens = backend_options.max_num_batched_tokens;
-  options.enable_prefix_caching = f.enable_prefix_caching;
-  options.enable_chunked_prefill = f.enable_chunked_prefill;
-  options.policy = parse_scheduling_policy(f.scheduling_policy);
+  EngineOptions options = engine_options_from_flags(backend_options, f.engine);
   const int vocab = model->config.vocab_size;
   ThroughputWorkload workload =
       f.dataset.empty() ? random_workload(f.num_prompts, f.input_len, f.output_len, f.shared_prefix_len, vocab, f.seed)
@@ -224,18 +218,7 @@ void register_bench_throughput(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--dataset", f->dataset, "JSONL of {\"prompt_ids\": [...], \"output_len\": N} instead of random");
   cmd->add_option("--seed", f->seed, "Seed of the random prompts")->capture_default_str();
-  cmd->add_option("--max-num-seqs", f->backend.max_num_seqs, "Sequences in one batch, at most")->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", f->backend.max_num_batched_tokens, "Tokens in one step, at most")
-      ->capture_default_str();
-  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f->enable_prefix_caching,
-                "Reuse KV blocks of shared prompt prefixes")
-      ->capture_default_str();
-  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", f->enable_chunked_prefill,
-                "Split long prompts across steps next to decodes")
-      ->capture_default_str();
-  cmd->add_option("--scheduling-policy", f->scheduling_policy, "fcfs | priority | lpm")
-      ->check(CLI::IsMember({"fcfs", "priority", "lpm"}))
-      ->capture_default_str();
+  add_engine_flags(*cmd, f->backend, f->engine);
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_bench_throughput(*f); });
 }

@@ -9,8 +9,9 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/model_loading.h"
-#include "server/detokenizer_text_decoder.h"
+#include "engine/tokenizer_text_decoder.h"
 #include "server/http_server.h"
 #include "server/openai_response.h"
 #include "util/error.h"
@@ -25,7 +26,7 @@ struct ServeFlags {
   BackendOptions backend;
   server::ServerOptions server;
   std::string served_model_name;
-  bool enable_prefix_caching = true;
+  EngineFlags engine;
   bool allow_special_tokens_in_content = false;
 };
 
@@ -64,11 +65,8 @@ std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f) {
   spdlog::info("backend {}: {} KV blocks of {} tokens, context {}", loaded->backend->name(),
                loaded->backend->kv_cache().num_blocks, loaded->backend->kv_cache().block_size,
                loaded->backend->max_model_len());
-  EngineOptions engine_options;
-  engine_options.max_num_seqs = f.backend.max_num_seqs;
-  engine_options.max_num_batched_tokens = f.backend.max_num_batched_tokens;
-  engine_options.enable_prefix_caching = f.enable_prefix_caching;
-  engine_options.make_text_decoder = server::detokenizer_factory(tokenizer);
+  EngineOptions engine_options = engine_options_from_flags(f.backend, f.engine);
+  engine_options.make_text_decoder = make_tokenizer_text_decoder(tokenizer);
   loaded->engine = std::make_unique<Engine>(*loaded->backend, engine_options);
   loaded->engine->start();
 
@@ -159,12 +157,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--served-model-name", f->served_model_name, "Model name in the API (default: --model)");
   cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' (except /health and /metrics)")
       ->envname("QINFER_API_KEY");
-  cmd->add_option("--max-num-seqs", f->backend.max_num_seqs, "Sequences in one batch, at most")->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", f->backend.max_num_batched_tokens, "Tokens in one step, at most")
-      ->capture_default_str();
-  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f->enable_prefix_caching,
-                "Reuse KV blocks of shared prompt prefixes")
-      ->capture_default_str();
+  add_engine_flags(*cmd, f->backend, f->engine);
   cmd->add_option("--max-concurrent-requests", s.max_concurrent_requests,
                   "Generation requests handed to the engine at once")
       ->check(CLI::PositiveNumber)

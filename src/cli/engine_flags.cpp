@@ -1,0 +1,30 @@
+#include "cli/engine_flags.h"
+
+namespace qinfer::cli {
+
+void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags) {
+  cmd.add_option("--max-num-seqs", backend.max_num_seqs, "Sequences in one batch, at most")->capture_default_str();
+  cmd.add_option("--max-num-batched-tokens", backend.max_num_batched_tokens, "Tokens in one step, at most")
+      ->capture_default_str();
+  cmd.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", flags.enable_prefix_caching,
+               "Reuse KV blocks of shared prompt prefixes")
+      ->capture_default_str();
+  cmd.add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", flags.enable_chunked_prefill,
+               "Split long prompts across steps next to decodes")
+      ->capture_default_str();
+  cmd.add_option("--scheduling-policy", flags.scheduling_policy, "fcfs | priority | lpm (longest cached prefix first)")
+      ->check(CLI::IsMember({"fcfs", "priority", "lpm"}))
+      ->capture_default_str();
+}
+
+EngineOptions engine_options_from_flags(const BackendOptions& backend, const EngineFlags& flags) {
+  EngineOptions options;
+  options.max_num_seqs = backend.max_num_seqs;
+  options.max_num_batched_tokens = backend.max_num_batched_tokens;
+  options.enable_prefix_caching = flags.enable_prefix_caching;
+  options.enable_chunked_prefill = flags.enable_chunked_prefill;
+  options.policy = parse_scheduling_policy(flags.scheduling_policy);
+  return options;
+}
+
+}  // namespace qinfer::cli

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every GPU test and benchmark of the CUDA backend on the GPU machine in one go and prints a short table last.
-# Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]
+# Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]   (carry .assets/qwen3-tokenizer too, for the serve smoke test)
 #   BIN_DIR holds prebuilt binaries, looked up by name: cuda_backend_tests, cuda_kernel_bench, qinfer (default
 #   build-cuda). The build folder is larger than a GPU call carries, so copy and strip them first, e.g.
 #     mkdir -p build-gpu && cp build-cuda/tests/backend/cuda/cuda_backend_tests build-cuda/bench/cuda/cuda_kernel_bench \
@@ -66,10 +66,58 @@ print(f"| latency {sys.argv[2]} | prefill {r['prefill_tokens_per_second']/1e3:.1
 PY
 )")
 }
+run_throughput() {  # name, then extra flags for qinfer bench throughput
+  local name=$1 out="$log_dir/throughput_$1.json"
+  shift
+  "$qinfer" bench throughput --load-format dummy --config "$config" --device cuda --json "$@" >"$out" \
+    2>"$log_dir/throughput_$name.log"
+  local status=$?
+  if [[ $status -ne 0 ]]; then
+    summary+=("| throughput $name | exit $status, see throughput_$name.log |")
+    return
+  fi
+  summary+=("$(python3 - "$out" "$name" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"| throughput {sys.argv[2]} | {r['requests']} requests, {r['output_tokens_per_s']:.0f} output tok/s, "
+      f"{r['total_tokens_per_s']:.0f} total tok/s, mean batch {r.get('mean_batch_size', 0):.1f}, "
+      f"prefix hit {100 * r.get('prefix_cache_hit_rate', 0):.1f} %, median TTFT {r.get('median_ttft_s', 0) * 1e3:.0f} ms |")
+PY
+)")
+}
+serve_smoke() {  # the HTTP server on the GPU: health, one streamed chat, GPU metrics through NVML, SIGTERM exit code
+  local port=18123 log="$log_dir/serve.log"
+  "$qinfer" serve --load-format dummy --config "$config" --device cuda --port "$port" --max-model-len 8192 \
+    --tokenizer "$repo/.assets/qwen3-tokenizer" >"$log" 2>&1 &
+  local pid=$! ok=0
+  for _ in $(seq 1 120); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && ok=1 && break
+    sleep 0.5
+  done
+  if [[ $ok -eq 1 ]]; then
+    curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+      -d '{"model":"x","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"Hello"}],
+           "stream_options":{"include_usage":true}}' >"$log_dir/serve_chat.txt" 2>&1
+    curl -s "http://127.0.0.1:$port/metrics" >"$log_dir/serve_metrics.txt" 2>&1
+  fi
+  kill -TERM "$pid"
+  wait "$pid"
+  local status=$?
+  local chunks gpu_metrics
+  chunks=$(grep -c '^data: {' "$log_dir/serve_chat.txt" 2>/dev/null)
+  gpu_metrics=$(grep -c '^qinfer_gpu_' "$log_dir/serve_metrics.txt" 2>/dev/null)
+  summary+=("| serve smoke | healthy=$ok, $chunks SSE chunks, [DONE]=$(grep -c '^data: \[DONE\]' "$log_dir/serve_chat.txt" 2>/dev/null), $gpu_metrics GPU metric lines, exit after SIGTERM $status |")
+}
 if [[ -n $qinfer ]]; then
+  serve_smoke
   run_latency b1_1k 1 1024 128
   run_latency b1_8k 1 8192 16
   run_latency b64_512 64 512 128
+  run_throughput 1k_1k_256 --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 --max-model-len 4096
+  run_throughput prefix2k_cached --num-prompts 64 --input-len 2100 --shared-prefix-len 2048 --output-len 16 \
+    --max-model-len 4096
+  run_throughput prefix2k_uncached --num-prompts 64 --input-len 2100 --shared-prefix-len 2048 --output-len 16 \
+    --max-model-len 4096 --no-enable-prefix-caching
 else
   summary+=("| latency | no qinfer binary with 'bench' in $bin_dir |")
 fi

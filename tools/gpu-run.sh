@@ -88,6 +88,7 @@ PY
 serve_smoke() {  # the HTTP server on the GPU: health, one streamed chat, GPU metrics through NVML, SIGTERM exit code
   local port=18123 log="$log_dir/serve.log"
   "$qinfer" serve --load-format dummy --config "$config" --device cuda --port "$port" --max-model-len 8192 \
+    --served-model-name smoke \
     --tokenizer "$repo/.assets/qwen3-tokenizer" >"$log" 2>&1 &
   local pid=$! ok=0
   for _ in $(seq 1 120); do
@@ -96,7 +97,7 @@ serve_smoke() {  # the HTTP server on the GPU: health, one streamed chat, GPU me
   done
   if [[ $ok -eq 1 ]]; then
     curl -sN "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
-      -d '{"model":"x","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"Hello"}],
+      -d '{"model":"smoke","stream":true,"max_tokens":32,"messages":[{"role":"user","content":"Hello"}],
            "stream_options":{"include_usage":true}}' >"$log_dir/serve_chat.txt" 2>&1
     curl -s "http://127.0.0.1:$port/metrics" >"$log_dir/serve_metrics.txt" 2>&1
   fi

@@ -55,7 +55,7 @@ TEST_P(ReferenceCorpus, IdsAndDecodesMatchHuggingFace) {
   EXPECT_EQ(mismatches, 0u) << "of " << index << " documents";
 }
 
-INSTANTIATE_TEST_SUITE_P(Sets, ReferenceCorpus, ::testing::Values("english", "chinese", "code", "edge"));
+INSTANTIATE_TEST_SUITE_P(Sets, ReferenceCorpus, ::testing::Values("english", "chinese", "code", "edge", "mixed", "other_scripts"));
 
 TEST(ReferenceEdgeCases, FullIdsAndDecodesMatchHuggingFace) {
   std::optional<Tokenizer> tokenizer;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat_template_test_data.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/jinja/template.h"
 #include "util/error.h"
@@ -13,14 +14,9 @@
 namespace qinfer {
 namespace {
 
-const std::filesystem::path kDataDir = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
+const std::filesystem::path& kDataDir = test::kChatTemplateDataDir;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+std::string read_file(const std::filesystem::path& path) { return test::read_text_file(path); }
 
 // The 1-based line of the first occurrence of `needle` in `text`.
 int line_of(const std::string& text, const std::string& needle) {

@@ -6,20 +6,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "chat_template_test_data.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 
 namespace qinfer {
 namespace {
 
-const std::filesystem::path kDataDir = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
+const std::filesystem::path& kDataDir = test::kChatTemplateDataDir;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+std::string read_file(const std::filesystem::path& path) { return test::read_text_file(path); }
 
 nlohmann::ordered_json read_json(const std::filesystem::path& path) {
   return nlohmann::ordered_json::parse(read_file(path));

@@ -7,19 +7,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat_template_test_data.h"
 #include "tokenizer/chat_template.h"
 
 namespace qinfer {
 namespace {
 
-const std::filesystem::path kDataDir = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
+const std::filesystem::path& kDataDir = test::kChatTemplateDataDir;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+std::string read_file(const std::filesystem::path& path) { return test::read_text_file(path); }
 
 double thread_cpu_microseconds() {
   timespec now{};

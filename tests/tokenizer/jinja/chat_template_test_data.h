@@ -1,0 +1,21 @@
+// Where the chat-template test data lives and how the tests read it.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace qinfer::test {
+
+inline const std::filesystem::path kChatTemplateDataDir =
+    std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
+
+inline std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace qinfer::test

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what qinfer needs on a fresh Debian 12 machine (build tools, Debian -dev libraries, Node.js for the test
-# clients) and fetches the test assets. Safe to run again: installed packages and fetched assets are kept.
+# clients, Chromium for the chat page's browser test) and fetches the test assets. Safe to run again: installed packages and fetched assets are kept.
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(
   cmake ninja-build g++ clang pkg-config git ca-certificates
   nlohmann-json3-dev libutf8proc-dev libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libcpp-httplib-dev
+  libgtest-dev libgmock-dev libcpp-httplib-dev libcurl4-openssl-dev libsimdjson-dev
+  chromium
 )
 # Node.js runs the test clients; a Node.js that ships its own npm (e.g. NodeSource's) conflicts with Debian's npm, so
 # the Debian packages are only asked for when the commands are missing.

@@ -38,6 +38,7 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "Tokens per KV-cache block")->capture_default_str();
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
+  cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
 }
 
 std::optional<std::filesystem::path> find_tokenizer_dir(const ModelFlags& flags) {

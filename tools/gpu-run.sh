@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every GPU test and benchmark of the CUDA backend on the GPU machine in one go and prints a short table last.
 # Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]   (carry .assets/qwen3-tokenizer too, for the serve smoke test)
+#   QUICK=1: tests, kernel bench and latency only (no serve smoke, no throughput runs); PROFILE=1: also an Nsight
+#   Systems kernel summary of a batch-1 1 K run when nsys is installed.
 #   BIN_DIR holds prebuilt binaries, looked up by name: cuda_backend_tests, cuda_kernel_bench, qinfer (default
 #   build-cuda). The build folder is larger than a GPU call carries, so copy and strip them first, e.g.
 #     mkdir -p build-gpu && cp build-cuda/tests/backend/cuda/cuda_backend_tests build-cuda/bench/cuda/cuda_kernel_bench \
@@ -110,17 +112,28 @@ serve_smoke() {  # the HTTP server on the GPU: health, one streamed chat, GPU me
   summary+=("| serve smoke | healthy=$ok, $chunks SSE chunks, [DONE]=$(grep -c '^data: \[DONE\]' "$log_dir/serve_chat.txt" 2>/dev/null), $gpu_metrics GPU metric lines, exit after SIGTERM $status |")
 }
 if [[ -n $qinfer ]]; then
-  serve_smoke
+  [[ -z ${QUICK:-} ]] && serve_smoke
+  run_latency b1_512 1 512 16
   run_latency b1_1k 1 1024 128
   run_latency b1_8k 1 8192 16
   run_latency b64_512 64 512 128
+fi
+if [[ -n $qinfer && -z ${QUICK:-} ]]; then
   run_throughput 1k_1k_256 --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 --max-model-len 4096
   run_throughput prefix2k_cached --num-prompts 64 --input-len 2100 --shared-prefix-len 2048 --output-len 16 \
     --max-model-len 4096
   run_throughput prefix2k_uncached --num-prompts 64 --input-len 2100 --shared-prefix-len 2048 --output-len 16 \
     --max-model-len 4096 --no-enable-prefix-caching
-else
+elif [[ -z $qinfer ]]; then
   summary+=("| latency | no qinfer binary with 'bench' in $bin_dir |")
+fi
+# Kernel-level timeline of one batch-1 run (prefill of 1 K, then decode) when Nsight Systems is installed.
+if [[ -n $qinfer && -n ${PROFILE:-} ]] && command -v nsys >/dev/null; then
+  nsys profile -o "$log_dir/b1_1k" --force-overwrite true "$qinfer" bench latency --load-format dummy \
+    --config "$config" --device cuda --batch 1 --input-len 1024 --output-len 32 --max-model-len 4096 \
+    >"$log_dir/nsys.log" 2>&1
+  nsys stats --report cuda_gpu_kern_sum --format csv "$log_dir/b1_1k.nsys-rep" >"$log_dir/kernels_b1_1k.csv" 2>>"$log_dir/nsys.log"
+  summary+=("| nsys | kernels_b1_1k.csv ($(wc -l <"$log_dir/kernels_b1_1k.csv") lines) |")
 fi
 
 echo

@@ -255,7 +255,8 @@ class Bench {
     constexpr int kVocab = 151936;
     const size_t elements = static_cast<size_t>(rows) * kVocab;
     DeviceBuffer logits(elements * 4, "bench"), work(elements * 4, "bench"), probs(elements * 4, "bench"),
-        results(rows * sizeof(SampledToken), "bench"), penalties(sizeof(PenaltyEntry), "bench");
+        results(rows * sizeof(SampledToken), "bench"), penalties(sizeof(PenaltyEntry), "bench"),
+        stats(static_cast<size_t>(rows * sampling_chunks(kVocab)) * sizeof(LogitsChunkStats), "bench");
     fill_random_f32(logits.as<float>(), elements, 7, 8.0f, stream_);
     DeviceSamplingParams params;
     params.temperature = temperature;
@@ -272,7 +273,8 @@ class Bench {
                            penalties.as<PenaltyEntry>(),
                            results.as<SampledToken>(),
                            rows,
-                           kVocab};
+                           kVocab,
+                           stats.as<LogitsChunkStats>()};
     const double t = time_per_call([&](int) { launch_sampling(p, stream_); }, 20, stream_);
     record("sampling", std::to_string(rows) + " x 151936 (" + name + ")", t, static_cast<double>(elements) * 4, true);
   }

@@ -37,6 +37,10 @@ std::string gib(double bytes) {
   return text;
 }
 
+// Measured on the H200 (docs/CUDA_NOTES.md): the GEMV kernel beats cuBLASLt at one row, ties at two and loses from
+// four rows on, where re-reading x from L1 per weight vector dominates.
+constexpr int kGemvRowLimit = 2;
+
 // Device addresses of one step's metadata (see BatchPlan).
 struct DeviceBatch {
   const int32_t* token_ids;
@@ -180,9 +184,6 @@ bf16* CudaBackend::v_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * 
 
 void CudaBackend::linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32) {
   if (rows == 0) return;
-  // Measured on the H200 (docs/CUDA_NOTES.md): the GEMV kernel beats cuBLASLt at one row, ties at two and loses
-  // from four rows on, where re-reading x from L1 per weight vector dominates.
-  constexpr int kGemvRowLimit = 2;
   if (rows <= kGemvRowLimit) {
     cuda::launch_gemv({x, weight, y, y_fp32, rows, n, k}, stream_);
   } else {
@@ -315,8 +316,14 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
     norm.delta = w.delta.as<bf16>();
     norm.weight = lw.post_attn_norm;
     cuda::launch_fused_add_rmsnorm(norm, stream_);
-    linear(w.normed.as<bf16>(), tokens, lw.gate_up, 2 * inter, hidden, w.gate_up.data());
-    cuda::launch_swiglu({w.gate_up.as<bf16>(), w.activation.as<bf16>(), tokens, inter}, stream_);
+    if (tokens <= kGemvRowLimit) {  // SwiGLU in the GEMV's epilogue: one kernel less per layer
+      cuda::GemvParams gate_up{w.normed.as<bf16>(), lw.gate_up, w.activation.data(), false, tokens, 2 * inter, hidden};
+      gate_up.swiglu = true;
+      cuda::launch_gemv(gate_up, stream_);
+    } else {
+      linear(w.normed.as<bf16>(), tokens, lw.gate_up, 2 * inter, hidden, w.gate_up.data());
+      cuda::launch_swiglu({w.gate_up.as<bf16>(), w.activation.as<bf16>(), tokens, inter}, stream_);
+    }
     linear(w.activation.as<bf16>(), tokens, lw.down, hidden, inter, w.delta.data());
   }
 
@@ -341,6 +348,7 @@ void CudaBackend::enqueue_sampling(int rows, const DeviceBatch& d) {
   sampling.logits = w.logits.as<float>();
   sampling.work = w.sample_work.as<float>();
   sampling.probs = w.sample_probs.as<float>();
+  sampling.chunk_stats = w.sample_stats.as<cuda::LogitsChunkStats>();
   sampling.params = d.sampling_params;
   sampling.penalties = d.penalties;
   sampling.results = w.results.as<cuda::SampledToken>();

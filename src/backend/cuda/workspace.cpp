@@ -28,6 +28,8 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& limits) {
   logits = make(sequences * vocab * 4, "logits");
   sample_work = make(sequences * vocab * 4, "sampling scratch");
   sample_probs = make(sequences * vocab * 4, "sampling scratch");
+  sample_stats = make(sequences * static_cast<size_t>(sampling_chunks(c.vocab_size)) * sizeof(LogitsChunkStats),
+                      "sampling scratch");
   split_out = make(static_cast<size_t>(max_split_rows) * q_width * 4, "decode attention partials");
   split_lse =
       make(static_cast<size_t>(max_split_rows) * static_cast<size_t>(c.num_heads) * 4, "decode attention partials");

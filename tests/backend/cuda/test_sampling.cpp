@@ -44,6 +44,8 @@ std::vector<SamplingCase> sampling_cases() {
   cases.push_back(greedy_penalty);
   for (auto& c : cases) c.params.num_top_logprobs = 5;
   cases.front().params.num_top_logprobs = 20;
+  // Greedy without penalties or top logprobs: the argmax comes from the chunk statistics alone.
+  cases.push_back({"greedy_fast_path", make(0, 0, 1, 0)});
   return cases;
 }
 
@@ -81,8 +83,9 @@ TEST(GpuSampling, MatchesHostReference) {
     if (penalties.empty()) penalties.push_back({});
     DeviceArray<PenaltyEntry> dpenalties(penalties);
     DeviceArray<SampledToken> results(static_cast<size_t>(rows_per_case));
-    SamplingKernelParams p{dlogits.get(),    work.get(),    probs.get(),   dparams.get(),
-                           dpenalties.get(), results.get(), rows_per_case, vocab};
+    DeviceArray<LogitsChunkStats> stats(static_cast<size_t>(rows_per_case * sampling_chunks(vocab)));
+    SamplingKernelParams p{dlogits.get(), work.get(),    probs.get(), dparams.get(), dpenalties.get(),
+                           results.get(), rows_per_case, vocab,       stats.get()};
     launch_sampling(p, nullptr);
     const auto got = results.download();
     for (int r = 0; r < rows_per_case; ++r) {

@@ -30,6 +30,13 @@ __device__ __forceinline__ Bf16x8 float_to_bf16x8(const float (&in)[8]) {
   return v;
 }
 
+// SwiGLU of one element as HF computes act_fn(gate) * up in bf16: silu is rounded to bf16 before the product (the
+// caller rounds the product when it stores it).
+__device__ __forceinline__ float swiglu(float gate, float up) {
+  const float silu = __bfloat162float(__float2bfloat16(gate / (1.0f + __expf(-gate))));
+  return silu * up;
+}
+
 // Read-only 16-byte load that bypasses L1 allocation: for data streamed once (weights, KV).
 __device__ __forceinline__ uint4 load_streaming(const void* ptr) { return __ldcs(reinterpret_cast<const uint4*>(ptr)); }
 

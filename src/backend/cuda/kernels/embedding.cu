@@ -1,12 +1,15 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/embedding.h"
+#include "backend/cuda/kernels/pdl.cuh"
 
 namespace qinfer::cuda {
 
 namespace {
 
 __global__ void embedding_kernel(EmbeddingParams p) {
+  allow_dependents();
+  wait_for_producer();
   const int token = blockIdx.x;
   const __nv_bfloat16* row = p.table + static_cast<int64_t>(p.token_ids[token]) * p.hidden;
   float* out = p.residual + static_cast<int64_t>(token) * p.hidden;
@@ -24,8 +27,7 @@ __global__ void embedding_kernel(EmbeddingParams p) {
 
 void launch_embedding(const EmbeddingParams& params, cudaStream_t stream) {
   if (params.num_tokens == 0) return;
-  embedding_kernel<<<params.num_tokens, 128, 0, stream>>>(params);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(embedding_kernel, params.num_tokens, 128, 0, stream, params);
 }
 
 }  // namespace qinfer::cuda

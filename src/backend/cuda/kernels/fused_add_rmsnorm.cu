@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
+#include "backend/cuda/kernels/pdl.cuh"
 
 namespace qinfer::cuda {
 
@@ -12,6 +13,8 @@ constexpr int kMaxVectorsPerThread = 4;  // hidden up to 8192
 // One block per row; each thread keeps its (up to) 4 vectors of 8 values in registers between the two passes.
 __global__ void __launch_bounds__(kThreads) fused_add_rmsnorm_kernel(FusedAddRmsNormParams p) {
   __shared__ float scratch[32];
+  allow_dependents();
+  wait_for_producer();
   const int row = p.row_index ? p.row_index[blockIdx.x] : blockIdx.x;
   float* residual = p.residual + static_cast<int64_t>(row) * p.hidden;
   const __nv_bfloat16* delta = p.delta ? p.delta + static_cast<int64_t>(row) * p.hidden : nullptr;
@@ -65,8 +68,7 @@ __global__ void __launch_bounds__(kThreads) fused_add_rmsnorm_kernel(FusedAddRms
 void launch_fused_add_rmsnorm(const FusedAddRmsNormParams& params, cudaStream_t stream) {
   QINFER_CHECK(params.hidden % 8 == 0 && params.hidden <= kThreads * 8 * kMaxVectorsPerThread);
   if (params.num_rows == 0) return;
-  fused_add_rmsnorm_kernel<<<params.num_rows, kThreads, 0, stream>>>(params);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(fused_add_rmsnorm_kernel, params.num_rows, kThreads, 0, stream, params);
 }
 
 }  // namespace qinfer::cuda

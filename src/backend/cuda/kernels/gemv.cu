@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/pdl.cuh"
 
 namespace qinfer::cuda {
 
@@ -14,26 +15,43 @@ __device__ __forceinline__ void store_output(float value, __nv_bfloat16* y) { *y
 __device__ __forceinline__ void store_output(float value, float* y) { *y = value; }
 
 // A block computes kOutputs consecutive outputs for all rows; its 128 threads split k (interleaved 16-byte vectors)
-// and reduce through shuffles and shared memory. Small blocks keep the grid many waves deep on 132 SMs even for
-// the narrow o_proj/down_proj outputs (2560 / 2 = 1280 blocks).
+// and reduce through shuffles and shared memory. The narrow o_proj/down_proj (2560 / 2 = 1280 blocks) fit in one
+// wave on 132 SMs, so their cost is mostly ramp-up and drain: the prefetch before wait_for_producer() hides it.
+// With p.swiglu a block computes kOutputs / 2 gate rows j.. and the matching up rows half + j.. instead, and stores
+// their SwiGLU.
 template <int kMaxRows, int kOutputs, typename OutT>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p) {
-  const int first_output = blockIdx.x * kOutputs;
+  constexpr int kPairs = kOutputs / 2;
+  const int half = p.n / 2;
+  const int first_output = p.swiglu ? blockIdx.x * kPairs : blockIdx.x * kOutputs;
   const int k_vectors = p.k / 8;
   const __nv_bfloat16* weight_rows[kOutputs];
 #pragma unroll
-  for (int o = 0; o < kOutputs; ++o)
-    weight_rows[o] = p.weight + static_cast<int64_t>(min(first_output + o, p.n - 1)) * p.k;
+  for (int o = 0; o < kOutputs; ++o) {
+    const int row = !p.swiglu    ? min(first_output + o, p.n - 1)
+                    : o < kPairs ? min(first_output + o, half - 1)
+                                 : half + min(first_output + o - kPairs, half - 1);
+    weight_rows[o] = p.weight + static_cast<int64_t>(row) * p.k;
+  }
 
-  float acc[kMaxRows][kOutputs] = {};
-  for (int base = threadIdx.x; base < k_vectors; base += kThreads * kUnroll) {
-    uint4 w[kUnroll][kOutputs];
+  // The first chunk of weights is fetched before waiting for the producer of x: weights never change, so with
+  // programmatic dependent launch this load overlaps the previous kernel's tail.
+  uint4 w[kUnroll][kOutputs];
+  auto load_weights = [&](int base) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int v = base + u * kThreads;
 #pragma unroll
       for (int o = 0; o < kOutputs; ++o) w[u][o] = v < k_vectors ? load_streaming(weight_rows[o] + v * 8) : uint4{};
     }
+  };
+  allow_dependents();
+  load_weights(threadIdx.x);
+  wait_for_producer();
+
+  float acc[kMaxRows][kOutputs] = {};
+  for (int base = threadIdx.x; base < k_vectors; base += kThreads * kUnroll) {
+    if (base != static_cast<int>(threadIdx.x)) load_weights(base);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int v = base + u * kThreads;
@@ -70,30 +88,44 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(GemvParams p) {
       if (lane == 0) partial[warp][m * kOutputs + o] = sum;
     }
   __syncthreads();
-  for (int index = threadIdx.x; index < p.num_rows * kOutputs; index += kThreads) {
-    const int m = index / kOutputs, o = index % kOutputs;
-    if (first_output + o >= p.n) continue;
+  auto reduced = [&](int index) {
     float sum = 0;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) sum += partial[w][index];
-    store_output(sum, static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * p.n + first_output + o);
+    return sum;
+  };
+  if (p.swiglu) {
+    for (int index = threadIdx.x; index < p.num_rows * kPairs; index += kThreads) {
+      const int m = index / kPairs, j = index % kPairs;
+      if (first_output + j >= half) continue;
+      // The linear's outputs are bf16 in HF before the activation reads them.
+      const float gate = __bfloat162float(__float2bfloat16(reduced(m * kOutputs + j)));
+      const float up = __bfloat162float(__float2bfloat16(reduced(m * kOutputs + kPairs + j)));
+      store_output(swiglu(gate, up), static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * half + first_output + j);
+    }
+    return;
+  }
+  for (int index = threadIdx.x; index < p.num_rows * kOutputs; index += kThreads) {
+    const int m = index / kOutputs, o = index % kOutputs;
+    if (first_output + o >= p.n) continue;
+    store_output(reduced(index), static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * p.n + first_output + o);
   }
 }
 
 template <int kMaxRows, int kOutputs>
 void launch_rows(const GemvParams& p, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>((p.n + kOutputs - 1) / kOutputs);
-  if (p.y_fp32)
-    gemv_kernel<kMaxRows, kOutputs, float><<<blocks, kThreads, 0, stream>>>(p);
-  else
-    gemv_kernel<kMaxRows, kOutputs, __nv_bfloat16><<<blocks, kThreads, 0, stream>>>(p);
-  CUDA_CHECK_LAUNCH();
+  const int outputs_per_block = p.swiglu ? kOutputs / 2 : kOutputs;
+  const int outputs = p.swiglu ? p.n / 2 : p.n;
+  const unsigned blocks = static_cast<unsigned>((outputs + outputs_per_block - 1) / outputs_per_block);
+  launch_dependent(p.y_fp32 ? gemv_kernel<kMaxRows, kOutputs, float> : gemv_kernel<kMaxRows, kOutputs, __nv_bfloat16>,
+                   blocks, kThreads, 0, stream, p);
 }
 
 }  // namespace
 
 void launch_gemv(const GemvParams& params, cudaStream_t stream) {
   QINFER_CHECK(params.k % 8 == 0 && params.num_rows >= 1 && params.num_rows <= kGemvMaxRows && params.n > 0);
+  QINFER_CHECK(!params.swiglu || (params.n % 2 == 0 && !params.y_fp32), "SwiGLU GEMV: even n, bf16 output");
   if (params.num_rows == 1)
     launch_rows<1, 2>(params, stream);
   else if (params.num_rows == 2)

@@ -17,6 +17,8 @@ struct GemvParams {
   int num_rows = 0;  // 1..kGemvMaxRows
   int n = 0;
   int k = 0;  // multiple of 8; x and weight 16-byte aligned
+  // weight = [gate; up] ([n/2 + n/2, k]): y = silu(x·gateᵀ) * (x·upᵀ), [num_rows, n/2] bf16, rounded as HF does.
+  bool swiglu = false;
 };
 
 void launch_gemv(const GemvParams& params, cudaStream_t stream);

@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 
 namespace qinfer::cuda {
@@ -13,6 +14,8 @@ constexpr int kWarpsPerBlock = 4;
 template <int kHeadDim>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_kernel(QkNormRopeCacheWriteParams p) {
   constexpr int kPerLane = kHeadDim / 32;
+  allow_dependents();
+  wait_for_producer();
   const int lane = threadIdx.x % 32;
   const int heads_per_token = p.num_heads + 2 * p.num_kv_heads;
   const int64_t item = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -70,13 +73,9 @@ void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, c
   if (params.num_tokens == 0) return;
   const int64_t items = static_cast<int64_t>(params.num_tokens) * (params.num_heads + 2 * params.num_kv_heads);
   const int blocks = static_cast<int>((items + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  if (params.head_dim == 128)
-    qk_norm_rope_cache_write_kernel<128><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(params);
-  else if (params.head_dim == 64)
-    qk_norm_rope_cache_write_kernel<64><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(params);
-  else
-    QINFER_CHECK(false, "head_dim must be 64 or 128");
-  CUDA_CHECK_LAUNCH();
+  QINFER_CHECK(params.head_dim == 128 || params.head_dim == 64, "head_dim must be 64 or 128");
+  launch_dependent(params.head_dim == 128 ? qk_norm_rope_cache_write_kernel<128> : qk_norm_rope_cache_write_kernel<64>,
+                   blocks, kWarpsPerBlock * 32, 0, stream, params);
 }
 
 }  // namespace qinfer::cuda

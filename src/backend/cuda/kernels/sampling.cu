@@ -1,6 +1,7 @@
 #include <cfloat>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/sampling.h"
 
 namespace qinfer::cuda {
@@ -10,6 +11,10 @@ namespace {
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRadixBins = 256;
+constexpr int kChunk = 4096;  // vocabulary entries per statistics block
+constexpr int kStatsThreads = 256;
+
+__device__ __forceinline__ int sampling_chunks_device(int vocab) { return (vocab + kChunk - 1) / kChunk; }
 
 // Philox4x32-10, key = seed, counter = (step, 0): the same bits as sampling_uniform() on the host.
 __device__ float philox_uniform(uint64_t seed, uint64_t step) {
@@ -235,6 +240,49 @@ __device__ int sample_small_top_k(const float* work, int vocab, const DeviceSamp
   return s.token;
 }
 
+// Grid (chunks, rows): max, sum of exp(x - max) and argmax key of one chunk of one row's raw logits.
+__global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(SamplingKernelParams p) {
+  __shared__ float maxima[kStatsThreads / 32];
+  __shared__ double sums[kStatsThreads / 32];
+  __shared__ unsigned long long keys[kStatsThreads / 32];
+  allow_dependents();
+  wait_for_producer();
+  const int row = blockIdx.y, begin = blockIdx.x * kChunk, end = min(p.vocab, begin + kChunk);
+  const float* logits = p.logits + static_cast<int64_t>(row) * p.vocab;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float local_max = -INFINITY;
+  unsigned long long best = 0;
+  for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) {
+    const float x = logits[i];
+    local_max = fmaxf(local_max, x);
+    const unsigned long long key = order_key(x, i);
+    best = key > best ? key : best;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    local_max = fmaxf(local_max, __shfl_xor_sync(0xffffffffu, local_max, o));
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
+    best = other > best ? other : best;
+  }
+  if (lane == 0) maxima[warp] = local_max, keys[warp] = best;
+  __syncthreads();
+  float chunk_max = maxima[0];
+  for (int w = 1; w < kStatsThreads / 32; ++w) chunk_max = fmaxf(chunk_max, maxima[w]);
+  double local_sum = 0;
+  for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) local_sum += expf(logits[i] - chunk_max);
+  for (int o = 16; o > 0; o >>= 1) local_sum += __shfl_xor_sync(0xffffffffu, local_sum, o);
+  if (lane == 0) sums[warp] = local_sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    LogitsChunkStats stats;
+    stats.max = chunk_max;
+    for (int w = 0; w < kStatsThreads / 32; ++w) {
+      stats.sum_exp += sums[w];
+      stats.best = keys[w] > stats.best ? keys[w] : stats.best;
+    }
+    p.chunk_stats[static_cast<int64_t>(row) * gridDim.x + blockIdx.x] = stats;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams p) {
   __shared__ SharedScratch shared;
   const int row = blockIdx.x;
@@ -243,19 +291,33 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
   float* work = p.work + static_cast<int64_t>(row) * p.vocab;
   float* probs = p.probs + static_cast<int64_t>(row) * p.vocab;
   SampledToken& result = p.results[row];
+  allow_dependents();
+  wait_for_producer();
 
-  // Log-softmax normaliser of the raw logits (double accumulation, as the host reference).
-  float local_max = -INFINITY;
-  for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-    const float x = logits[i];
-    work[i] = x;
-    local_max = fmaxf(local_max, x);
+  // Log-softmax normaliser of the raw logits and their argmax, merged from the chunk statistics.
+  const int chunks = sampling_chunks_device(p.vocab);
+  const LogitsChunkStats* stats = p.chunk_stats + static_cast<int64_t>(row) * chunks;
+  float max_logit = -INFINITY;
+  unsigned long long best_raw = 0;
+  for (int c = 0; c < chunks; ++c) {
+    max_logit = fmaxf(max_logit, stats[c].max);
+    best_raw = stats[c].best > best_raw ? stats[c].best : best_raw;
   }
-  const float max_logit = block_max(local_max, shared);
-  double local_sum = 0;
-  // Single-precision exp per element (double is ~10x slower on one SM), double accumulation.
-  for (int i = threadIdx.x; i < p.vocab; i += kThreads) local_sum += expf(logits[i] - max_logit);
-  const float log_norm = max_logit + static_cast<float>(log(block_sum(local_sum, shared)));
+  double total_exp = 0;
+  for (int c = 0; c < chunks; ++c) total_exp += stats[c].sum_exp * exp(static_cast<double>(stats[c].max - max_logit));
+  const float log_norm = max_logit + static_cast<float>(log(total_exp));
+
+  const bool penalised = sp.penalty_end > sp.penalty_begin &&
+                         (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f);
+  if (sp.temperature <= 0.0f && !penalised && sp.num_top_logprobs == 0) {
+    if (threadIdx.x == 0) {
+      const int token = key_id(best_raw);
+      result.token = token;
+      result.logprob = logits[token] - log_norm;
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < p.vocab; i += kThreads) work[i] = logits[i];
 
   // Penalties (entries are distinct tokens, so no two threads touch one logit).
   __syncthreads();
@@ -278,7 +340,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
     }
     token = key_id(block_max_key(best, shared));
   } else {
-    local_max = -INFINITY;
+    float local_max = -INFINITY;
     for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
       const float x = work[i] / sp.temperature;
       work[i] = x;
@@ -362,10 +424,15 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
 
 }  // namespace
 
+int sampling_chunks(int vocab) { return (vocab + kChunk - 1) / kChunk; }
+
 void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream) {
   if (params.num_rows == 0) return;
-  sampling_kernel<<<params.num_rows, kThreads, 0, stream>>>(params);
-  CUDA_CHECK_LAUNCH();
+  QINFER_CHECK(params.chunk_stats != nullptr);
+  launch_dependent(logits_chunk_stats_kernel,
+                   dim3(static_cast<unsigned>(sampling_chunks(params.vocab)), static_cast<unsigned>(params.num_rows)),
+                   kStatsThreads, 0, stream, params);
+  launch_dependent(sampling_kernel, params.num_rows, kThreads, 0, stream, params);
 }
 
 }  // namespace qinfer::cuda

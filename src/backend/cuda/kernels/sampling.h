@@ -39,6 +39,13 @@ struct SampledToken {
   float top_logprobs[kMaxTopLogprobs];
 };
 
+// Per-chunk statistics of one row's raw logits, computed by many blocks before the per-row sampling block runs.
+struct LogitsChunkStats {
+  float max = 0;                // largest logit of the chunk
+  double sum_exp = 0;           // sum of exp(logit - max) over the chunk
+  unsigned long long best = 0;  // argmax as an order key (largest value, lowest id first)
+};
+
 struct SamplingKernelParams {
   const float* logits = nullptr;                 // [num_rows, vocab], left unchanged
   float* work = nullptr;                         // [num_rows, vocab] scratch: processed logits
@@ -48,8 +55,15 @@ struct SamplingKernelParams {
   SampledToken* results = nullptr;               // [num_rows]
   int num_rows = 0;
   int vocab = 0;
+  LogitsChunkStats* chunk_stats = nullptr;  // [num_rows, sampling_chunks(vocab)] scratch
 };
 
+// Chunks each row's vocabulary is split into for the statistics pass.
+int sampling_chunks(int vocab);
+
+// Two kernels: chunk statistics of every row over many blocks (the log-softmax normaliser and the greedy argmax come
+// from them), then one block per row for what needs the whole row (penalties, top-k/p, the draw, top logprobs).
+// Greedy rows without penalties or top logprobs are done after the first kernel's merge.
 void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream);
 
 }  // namespace qinfer::cuda

@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/swiglu.h"
 
 namespace qinfer::cuda {
@@ -7,6 +8,8 @@ namespace qinfer::cuda {
 namespace {
 
 __global__ void swiglu_kernel(SwigluParams p) {
+  allow_dependents();
+  wait_for_producer();
   const int vectors_per_row = p.intermediate / 8;
   const int64_t vector = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (vector >= static_cast<int64_t>(p.num_tokens) * vectors_per_row) return;
@@ -20,11 +23,7 @@ __global__ void swiglu_kernel(SwigluParams p) {
   bf16x8_to_float(g, gf);
   bf16x8_to_float(u, uf);
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    // silu rounds to bf16 before the product, as HF's act_fn(gate) * up does.
-    const float silu = __bfloat162float(__float2bfloat16(gf[j] / (1.0f + __expf(-gf[j]))));
-    y[j] = silu * uf[j];
-  }
+  for (int j = 0; j < 8; ++j) y[j] = swiglu(gf[j], uf[j]);
   *reinterpret_cast<uint4*>(p.out + token * p.intermediate + column) = float_to_bf16x8(y).raw;
 }
 
@@ -34,8 +33,7 @@ void launch_swiglu(const SwigluParams& params, cudaStream_t stream) {
   QINFER_CHECK(params.intermediate % 8 == 0);
   const int64_t vectors = static_cast<int64_t>(params.num_tokens) * (params.intermediate / 8);
   if (vectors == 0) return;
-  swiglu_kernel<<<static_cast<unsigned>((vectors + 255) / 256), 256, 0, stream>>>(params);
-  CUDA_CHECK_LAUNCH();
+  launch_dependent(swiglu_kernel, static_cast<unsigned>((vectors + 255) / 256), 256, 0, stream, params);
 }
 
 }  // namespace qinfer::cuda

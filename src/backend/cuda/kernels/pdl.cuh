@@ -1,0 +1,50 @@
+// Programmatic dependent launch (Hopper): a kernel launched with launch_dependent() may start while its predecessor on
+// the stream is still running. It must call wait_for_producer() before it reads anything the predecessor writes, and
+// before it writes anything the predecessor may still read; work on data no kernel writes (weights) may come first.
+// Kernels call allow_dependents() early so that their successor's launch latency and weight prefetch overlap their own
+// tail. Without PDL support (sm_80/89, or a plain <<<>>> launch) both calls are no-ops and the launch is an ordinary
+// one.
+//
+// Ordering stays transitive: every kernel launched this way calls wait_for_producer() in every block before it exits,
+// so its completion implies its predecessor's completion.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace qinfer::cuda {
+
+__device__ __forceinline__ void wait_for_producer() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// True when the current device supports programmatic dependent launch (compute capability 9.0 or newer).
+bool device_supports_pdl();
+
+// Launches `kernel(params)` allowing it to overlap its predecessor on `stream` (see above).
+template <typename Params>
+void launch_dependent(void (*kernel)(Params), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+                      const Params& params) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = device_supports_pdl() ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params));
+}
+
+}  // namespace qinfer::cuda

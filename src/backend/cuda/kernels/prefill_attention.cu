@@ -158,15 +158,23 @@ void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {
-  if (params.num_prefill == 0) return;
-  QINFER_CHECK(params.num_heads % params.num_kv_heads == 0);
+void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, cudaStream_t stream) {
+  if (params.num_prefill == 0 || params.max_q_len == 0) return;
+  QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
+  QINFER_CHECK(params.block_size > 0);
   if (params.head_dim == 128)
     launch_for_head_dim<128>(params, stream);
   else if (params.head_dim == 64)
     launch_for_head_dim<64>(params, stream);
   else
     QINFER_CHECK(false, "head_dim must be 64 or 128");
+}
+
+void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {
+  if (prefill_attention_wgmma_available())
+    launch_prefill_attention_wgmma(params, stream);
+  else
+    launch_prefill_attention_mma_sync(params, stream);
 }
 
 }  // namespace qinfer::cuda

@@ -1,0 +1,279 @@
+// Hopper (sm_90a) causal prefill attention over the paged KV cache, FlashAttention-3 structure: one producer
+// warpgroup copies K/V tiles of 128 keys through the block table (cp.async into 128-byte-swizzled shared memory, three
+// stages, mbarrier full/empty pipeline); two consumer warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with both
+// operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma with P as the register A
+// operand and V read transposed from shared memory.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/prefill_attention.h"
+#include "backend/cuda/kernels/tensor_core_tiles.cuh"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "backend/cuda/kernels/hopper_wgmma.cuh"
+#endif
+
+namespace qinfer::cuda {
+
+namespace {
+
+constexpr int kWarpgroupThreads = 128;
+constexpr int kConsumers = 2;  // consumer warpgroups, 64 query rows each
+constexpr int kThreads = (1 + kConsumers) * kWarpgroupThreads;
+constexpr int kBlockM = kConsumers * 64;  // query rows per block
+constexpr int kBlockN = 128;              // keys per tile
+constexpr int kStages = 3;                // K/V tiles: two in flight while a third is consumed
+constexpr int kProducerRegisters = 40;    // 128 x 40 + 256 x 232 <= 64 K registers
+constexpr int kConsumerRegisters = 232;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Shared memory, each tile [slab][rows][64] bf16 starting at a 1024-byte boundary:
+// [kStages][K tile, V tile][kBlockN rows], then [kConsumers] Q tiles of 64 rows, then full[kStages], empty[kStages].
+template <int kHeadDim>
+struct SharedLayout {
+  static constexpr int kTileBytes = kBlockN * kHeadDim * 2;
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kQBytes = 64 * kHeadDim * 2;
+  static constexpr int kQOffset = kStages * kStageBytes;
+  static constexpr int kBarrierOffset = kQOffset + kConsumers * kQBytes;
+  static constexpr int kBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + slack to align the start to 1024
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+struct TileRange {
+  int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
+};
+
+// Producer warpgroup: tile t goes into stage t % kStages once the consumers released that stage; it is announced on
+// full[stage] after this thread's copies completed and were fenced for the tensor cores (two tiles in flight).
+template <int kHeadDim>
+__device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const TileRange& r,
+                                                 unsigned char* stages, uint64_t* full, uint64_t* empty) {
+  using Layout = SharedLayout<kHeadDim>;
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kRowStep = kWarpgroupThreads / kChunks;
+  const int thread = threadIdx.x % kWarpgroupThreads;
+  const int column = (thread % kChunks) * 8, first_row = thread / kChunks;
+  const int kv_head = r.head / (p.num_heads / p.num_kv_heads);
+  const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[r.seq]) * p.block_table_stride;
+  const int block_size = p.block_size;
+
+  for (int tile = 0; tile < r.num_tiles; ++tile) {
+    const int stage = tile % kStages;
+    if (tile >= kStages) sm90::mbarrier_wait(&empty[stage], (tile / kStages - 1) & 1);
+    unsigned char* k_tile = stages + stage * Layout::kStageBytes;
+    unsigned char* v_tile = k_tile + Layout::kTileBytes;
+#pragma unroll 4
+    for (int row = first_row; row < kBlockN; row += kRowStep) {
+      const int token = tile * kBlockN + row;
+      const bool valid = token < r.context_len;
+      int64_t offset = 0;
+      if (valid) {
+        const int64_t page = table[token / block_size];
+        offset = ((page * p.num_kv_heads + kv_head) * block_size + token % block_size) * kHeadDim + column;
+      }
+      const uint32_t destination = sm90::swizzled_offset(kBlockN, row, column);
+      cp_async_16(k_tile + destination, p.k_cache + offset, valid);
+      cp_async_16(v_tile + destination, p.v_cache + offset, valid);
+    }
+    cp_async_commit();
+    if (tile > 0) {
+      cp_async_wait_group<1>();
+      sm90::fence_proxy_async_shared();
+      sm90::mbarrier_arrive(&full[(tile - 1) % kStages]);
+    }
+  }
+  cp_async_wait_all();
+  sm90::fence_proxy_async_shared();
+  sm90::mbarrier_arrive(&full[(r.num_tiles - 1) % kStages]);
+}
+
+// Consumer warpgroup `consumer`: query rows [64 * consumer, 64 * consumer + 64) of the block.
+template <int kHeadDim>
+__device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p, const TileRange& r, int consumer,
+                                                 unsigned char* shared, uint64_t* full, uint64_t* empty) {
+  using Layout = SharedLayout<kHeadDim>;
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kDimBlocks = kHeadDim / 8;  // n8 blocks of the output
+  const int thread = threadIdx.x % kWarpgroupThreads, warp = thread / 32, lane = thread % 32;
+  const int first_q = r.m_block * kBlockM + consumer * 64;
+
+  unsigned char* q_tile = shared + Layout::kQOffset + consumer * Layout::kQBytes;  // [slab][64][64]
+  for (int index = thread; index < 64 * kChunks; index += kWarpgroupThreads) {
+    const int row = index / kChunks, column = (index % kChunks) * 8;
+    const int q_index = first_q + row;
+    const bool valid = q_index < r.q_len;
+    const __nv_bfloat16* source =
+        p.q + (static_cast<int64_t>(r.q_start + (valid ? q_index : 0)) * p.num_heads + r.head) * kHeadDim + column;
+    cp_async_16(q_tile + sm90::swizzled_offset(64, row, column), source, valid);
+  }
+  cp_async_commit();
+  cp_async_wait_all();
+  sm90::fence_proxy_async_shared();
+  sm90::named_barrier_sync(1 + consumer, kWarpgroupThreads);
+
+  // This thread's rows: warp * 16 + lane / 4 and 8 further (the accumulator layout).
+  const int row_base = warp * 16 + lane / 4;
+  const int position[2] = {r.cached + first_q + row_base, r.cached + first_q + row_base + 8};
+  const int first_position = r.cached + first_q;  // tiles entirely at or before it need no causal mask
+  const float scale_log2 = p.scale * kLog2e;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
+  float o[kDimBlocks][4] = {};
+  const uint32_t q_address = sm90::shared_address(q_tile);
+
+  for (int tile = 0; tile < r.num_tiles; ++tile) {
+    const int stage = tile % kStages;
+    sm90::mbarrier_wait(&full[stage], (tile / kStages) & 1);
+    const uint32_t k_address = sm90::shared_address(shared + stage * Layout::kStageBytes);
+    const uint32_t v_address = k_address + Layout::kTileBytes;
+
+    // S [64 x kBlockN] = Q Kᵀ, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step inside it.
+    float s[kBlockN / 8][4];
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint32_t step = (kk % 4) * 32;
+      sm90::wgmma_m64n128k16_ss(s, sm90::swizzled_descriptor(q_address + (kk / 4) * 64 * 128 + step, 16),
+                                sm90::swizzled_descriptor(k_address + (kk / 4) * kBlockN * 128 + step, 16), kk == 0);
+    }
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    sm90::wgmma_fence_operands(s);
+
+    const bool needs_mask = (tile + 1) * kBlockN - 1 > first_position;
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int nb = 0; nb < kBlockN / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
+        float value = s[nb][e] * scale_log2;
+        if (needs_mask && key > position[e / 2]) value = -INFINITY;
+        s[nb][e] = value;
+        tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
+      }
+    online_softmax_step(s, tile_max, row_max, row_sum, o);
+
+    // O += P V, 16 keys per instruction: P's accumulator blocks 2kk, 2kk + 1 are the A fragment of step kk.
+    uint32_t p_frag[kBlockN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      p_frag[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+      p_frag[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+      p_frag[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p_frag[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+    sm90::wgmma_fence_operands(o);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint64_t v_descriptor = sm90::swizzled_descriptor(v_address + kk * 16 * 128, kBlockN * 128);
+      if constexpr (kHeadDim == 128)
+        sm90::wgmma_m64n128k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+      else
+        sm90::wgmma_m64n64k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+    }
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    sm90::wgmma_fence_operands(o);
+    sm90::mbarrier_arrive(&empty[stage]);
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
+    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int q_index = first_q + row_base + i * 8;
+    if (q_index >= r.q_len) continue;
+    const float inv_sum = row_sum[i] > 0 ? 1.0f / row_sum[i] : 0.0f;
+    __nv_bfloat16* destination = p.out + (static_cast<int64_t>(r.q_start + q_index) * p.num_heads + r.head) * kHeadDim;
+#pragma unroll
+    for (int nb = 0; nb < kDimBlocks; ++nb)
+      *reinterpret_cast<__nv_bfloat162*>(destination + nb * 8 + (lane % 4) * 2) =
+          __floats2bfloat162_rn(o[nb][2 * i] * inv_sum, o[nb][2 * i + 1] * inv_sum);
+  }
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// grid (num_heads, num_prefill, ceil(max_q_len / kBlockM)): the heaviest (last) query blocks of all heads first.
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads, 1) prefill_attention_wgmma_kernel(const PrefillAttentionParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Layout = SharedLayout<kHeadDim>;
+  TileRange r;
+  r.head = blockIdx.x;
+  r.seq = blockIdx.y;
+  r.m_block = gridDim.z - 1 - blockIdx.z;
+  r.q_len = p.q_lens[r.seq];
+  if (r.m_block * kBlockM >= r.q_len) return;
+  r.q_start = p.q_starts[r.seq];
+  r.cached = p.cached_lens[r.seq];
+  r.context_len = r.cached + r.q_len;
+  const int last_position = r.cached + min(r.q_len, (r.m_block + 1) * kBlockM) - 1;  // keys up to it are needed
+  r.num_tiles = last_position / kBlockN + 1;
+
+  extern __shared__ unsigned char shared_raw[];
+  unsigned char* shared = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);
+  uint64_t* full = reinterpret_cast<uint64_t*>(shared + Layout::kBarrierOffset);
+  uint64_t* empty = full + kStages;
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; ++stage) {
+      sm90::mbarrier_init(&full[stage], kWarpgroupThreads);
+      sm90::mbarrier_init(&empty[stage], kConsumers * kWarpgroupThreads);
+    }
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / kWarpgroupThreads;
+  if (warpgroup == 0) {
+    sm90::setmaxnreg_dec<kProducerRegisters>();
+    produce_kv_tiles<kHeadDim>(p, r, shared, full, empty);
+  } else {
+    sm90::setmaxnreg_inc<kConsumerRegisters>();
+    consume_kv_tiles<kHeadDim>(p, r, warpgroup - 1, shared, full, empty);
+  }
+#else
+  (void)p;
+#endif
+}
+
+template <int kHeadDim>
+void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
+  constexpr int kSharedBytes = SharedLayout<kHeadDim>::kBytes;
+  CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_wgmma_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kSharedBytes));
+  const dim3 grid(p.num_heads, p.num_prefill, (p.max_q_len + kBlockM - 1) / kBlockM);
+  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool prefill_attention_wgmma_available() {
+#if defined(QINFER_HAVE_SM90A)
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
+void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaStream_t stream) {
+  QINFER_CHECK(prefill_attention_wgmma_available(), "the wgmma prefill attention needs an sm_90a build on compute 9.0");
+  if (params.num_prefill == 0 || params.max_q_len == 0) return;
+  QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
+  QINFER_CHECK(params.block_size > 0);
+  if (params.head_dim == 128)
+    launch_for_head_dim<128>(params, stream);
+  else if (params.head_dim == 64)
+    launch_for_head_dim<64>(params, stream);
+  else
+    QINFER_CHECK(false, "head_dim must be 64 or 128");
+}
+
+}  // namespace qinfer::cuda

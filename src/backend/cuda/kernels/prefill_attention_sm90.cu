@@ -42,14 +42,16 @@ struct TileRange {
   int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
 };
 
-// Producer warpgroup: tile t goes into stage t % kStages once the consumers released that stage; it is announced on
-// full[stage] after this thread's copies completed and were fenced for the tensor cores (two tiles in flight).
+// Producer warpgroup: tile t goes into stage t % kStages once the consumers released that stage; each thread's copies
+// arrive on full[stage] when they complete (cp.async.mbarrier.arrive), so all stages can be in flight at once. The
+// block size is a multiple of 16, so each 16-token group of a tile lies in one cache block: one page lookup per group.
 template <int kHeadDim>
 __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const TileRange& r,
                                                  unsigned char* stages, uint64_t* full, uint64_t* empty) {
   using Layout = SharedLayout<kHeadDim>;
   constexpr int kChunks = kHeadDim / 8;
-  constexpr int kRowStep = kWarpgroupThreads / kChunks;
+  constexpr int kRowStep = kWarpgroupThreads / kChunks;  // 8 or 16: rows first_row + kRowStep * i
+  constexpr int kRowsPerGroup = 16 / kRowStep;           // this thread's rows per 16-token group
   const int thread = threadIdx.x % kWarpgroupThreads;
   const int column = (thread % kChunks) * 8, first_row = thread / kChunks;
   const int kv_head = r.head / (p.num_heads / p.num_kv_heads);
@@ -61,29 +63,63 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
     if (tile >= kStages) sm90::mbarrier_wait(&empty[stage], (tile / kStages - 1) & 1);
     unsigned char* k_tile = stages + stage * Layout::kStageBytes;
     unsigned char* v_tile = k_tile + Layout::kTileBytes;
-#pragma unroll 4
-    for (int row = first_row; row < kBlockN; row += kRowStep) {
-      const int token = tile * kBlockN + row;
-      const bool valid = token < r.context_len;
-      int64_t offset = 0;
-      if (valid) {
-        const int64_t page = table[token / block_size];
-        offset = ((page * p.num_kv_heads + kv_head) * block_size + token % block_size) * kHeadDim + column;
+#pragma unroll
+    for (int group = 0; group < kBlockN / 16; ++group) {
+      const int group_token = tile * kBlockN + group * 16;
+      int64_t group_offset = 0;
+      if (group_token < r.context_len) {
+        const int64_t page = table[group_token / block_size];
+        group_offset = ((page * p.num_kv_heads + kv_head) * block_size + group_token % block_size) * kHeadDim + column;
       }
-      const uint32_t destination = sm90::swizzled_offset(kBlockN, row, column);
-      cp_async_16(k_tile + destination, p.k_cache + offset, valid);
-      cp_async_16(v_tile + destination, p.v_cache + offset, valid);
+#pragma unroll
+      for (int i = 0; i < kRowsPerGroup; ++i) {
+        const int row = group * 16 + first_row + i * kRowStep;
+        const bool valid = group_token + first_row + i * kRowStep < r.context_len;
+        const int64_t offset = valid ? group_offset + (first_row + i * kRowStep) * kHeadDim : 0;
+        const uint32_t destination = sm90::swizzled_offset(kBlockN, row, column);
+        cp_async_16(k_tile + destination, p.k_cache + offset, valid);
+        cp_async_16(v_tile + destination, p.v_cache + offset, valid);
+      }
     }
-    cp_async_commit();
-    if (tile > 0) {
-      cp_async_wait_group<1>();
-      sm90::fence_proxy_async_shared();
-      sm90::mbarrier_arrive(&full[(tile - 1) % kStages]);
-    }
+    sm90::cp_async_mbarrier_arrive(&full[stage]);
   }
-  cp_async_wait_all();
-  sm90::fence_proxy_async_shared();
-  sm90::mbarrier_arrive(&full[(r.num_tiles - 1) % kStages]);
+}
+
+// One online-softmax step on a tile of raw scores in the accumulator layout (this thread: rows lane/4 and lane/4 + 8 of
+// its warp, columns first_key + 8 * block + 2 * (lane % 4) + {0, 1}): causal mask, row maxima over the 4 lanes of a
+// row, probabilities exp2(score * scale_log2 - max * scale_log2) in place, running sums; `correction` is the factor
+// for the output accumulated so far.
+template <int kBlocks>
+__device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], bool needs_mask, int first_key,
+                                             const int (&position)[2], float scale_log2, float (&row_max)[2],
+                                             float (&row_sum)[2], float (&correction)[2]) {
+  const int lane = threadIdx.x % 32;
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (needs_mask && first_key + nb * 8 + (lane % 4) * 2 + (e % 2) > position[e / 2]) s[nb][e] = -INFINITY;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], s[nb][e]);
+    }
+  float max_scaled[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
+    const float new_max = fmaxf(row_max[i], tile_max[i]);
+    max_scaled[i] = new_max == -INFINITY ? 0.0f : new_max * scale_log2;
+    correction[i] = sm90::fast_exp2(row_max[i] * scale_log2 - max_scaled[i]);  // 0 while row_max is -inf
+    row_max[i] = new_max;
+    row_sum[i] *= correction[i];
+  }
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[nb][e] = sm90::fast_exp2(fmaf(s[nb][e], scale_log2, -max_scaled[e / 2]));
+      row_sum[e / 2] += s[nb][e];
+    }
 }
 
 // Consumer warpgroup `consumer`: query rows [64 * consumer, 64 * consumer + 64) of the block.
@@ -118,49 +154,29 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
   float o[kDimBlocks][4] = {};
   const uint32_t q_address = sm90::shared_address(q_tile);
-
-  for (int tile = 0; tile < r.num_tiles; ++tile) {
+  const auto k_address = [&](int tile) {
+    return sm90::shared_address(shared + (tile % kStages) * Layout::kStageBytes);
+  };
+  // S [64 x kBlockN] = Q Kᵀ for a tile, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step in it.
+  float s[kBlockN / 8][4];
+  const auto issue_scores = [&](int tile) {
     const int stage = tile % kStages;
     sm90::mbarrier_wait(&full[stage], (tile / kStages) & 1);
-    const uint32_t k_address = sm90::shared_address(shared + stage * Layout::kStageBytes);
-    const uint32_t v_address = k_address + Layout::kTileBytes;
-
-    // S [64 x kBlockN] = Q Kᵀ, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step inside it.
-    float s[kBlockN / 8][4];
+    sm90::fence_proxy_async_shared();  // the producer's cp.async writes, now visible here, to the tensor cores
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const uint32_t step = (kk % 4) * 32;
       sm90::wgmma_m64n128k16_ss(s, sm90::swizzled_descriptor(q_address + (kk / 4) * 64 * 128 + step, 16),
-                                sm90::swizzled_descriptor(k_address + (kk / 4) * kBlockN * 128 + step, 16), kk == 0);
+                                sm90::swizzled_descriptor(k_address(tile) + (kk / 4) * kBlockN * 128 + step, 16),
+                                kk == 0);
     }
     sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    sm90::wgmma_fence_operands(s);
-
-    const bool needs_mask = (tile + 1) * kBlockN - 1 > first_position;
-    float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int nb = 0; nb < kBlockN / 8; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = tile * kBlockN + nb * 8 + (lane % 4) * 2 + (e % 2);
-        float value = s[nb][e] * scale_log2;
-        if (needs_mask && key > position[e / 2]) value = -INFINITY;
-        s[nb][e] = value;
-        tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
-      }
-    online_softmax_step(s, tile_max, row_max, row_sum, o);
-
-    // O += P V, 16 keys per instruction: P's accumulator blocks 2kk, 2kk + 1 are the A fragment of step kk.
-    uint32_t p_frag[kBlockN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      p_frag[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-      p_frag[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-      p_frag[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p_frag[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-    }
+  };
+  // O += P V for a tile, 16 keys per instruction: P's accumulator blocks 2kk, 2kk + 1 are the A fragment of step kk.
+  uint32_t p_frag[kBlockN / 16][4];
+  const auto issue_values = [&](int tile) {
+    const uint32_t v_address = k_address(tile) + Layout::kTileBytes;
     sm90::wgmma_fence_operands(o);
     sm90::wgmma_fence();
 #pragma unroll
@@ -172,27 +188,48 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
         sm90::wgmma_m64n64k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
     }
     sm90::wgmma_commit();
+  };
+  const auto pack_probabilities = [&] {
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      p_frag[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+      p_frag[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+      p_frag[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p_frag[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+  };
+
+  // The scores of tile t + 1 and the P·V product of tile t run on the tensor cores while this warpgroup computes
+  // the softmax of tile t + 1; O is rescaled once P·V of tile t has landed.
+  float correction[2];
+  issue_scores(0);
+  sm90::wgmma_wait<0>();
+  sm90::wgmma_fence_operands(s);
+  softmax_tile(s, first_position < kBlockN - 1, 0, position, scale_log2, row_max, row_sum, correction);
+  pack_probabilities();
+  for (int tile = 1; tile < r.num_tiles; ++tile) {
+    issue_scores(tile);
+    issue_values(tile - 1);
+    sm90::wgmma_wait<1>();
+    sm90::wgmma_fence_operands(s);
+    softmax_tile(s, (tile + 1) * kBlockN - 1 > first_position, tile * kBlockN, position, scale_log2, row_max, row_sum,
+                 correction);
     sm90::wgmma_wait<0>();
     sm90::wgmma_fence_operands(o);
-    sm90::mbarrier_arrive(&empty[stage]);
-  }
-
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 1);
-    row_sum[i] += __shfl_xor_sync(0xffffffffu, row_sum[i], 2);
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int q_index = first_q + row_base + i * 8;
-    if (q_index >= r.q_len) continue;
-    const float inv_sum = row_sum[i] > 0 ? 1.0f / row_sum[i] : 0.0f;
-    __nv_bfloat16* destination = p.out + (static_cast<int64_t>(r.q_start + q_index) * p.num_heads + r.head) * kHeadDim;
+    sm90::wgmma_fence_operands(p_frag);
+    sm90::mbarrier_arrive(&empty[(tile - 1) % kStages]);
 #pragma unroll
     for (int nb = 0; nb < kDimBlocks; ++nb)
-      *reinterpret_cast<__nv_bfloat162*>(destination + nb * 8 + (lane % 4) * 2) =
-          __floats2bfloat162_rn(o[nb][2 * i] * inv_sum, o[nb][2 * i + 1] * inv_sum);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[nb][e] *= correction[e / 2];
+    pack_probabilities();
   }
+  issue_values(r.num_tiles - 1);
+  sm90::wgmma_wait<0>();
+  sm90::wgmma_fence_operands(o);
+  sm90::mbarrier_arrive(&empty[(r.num_tiles - 1) % kStages]);
+
+  store_attention_rows<kHeadDim>(o, row_sum, p.out, p.num_heads, r.head, r.q_start, r.q_len, first_q + row_base);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
@@ -267,7 +304,8 @@ void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaSt
   QINFER_CHECK(prefill_attention_wgmma_available(), "the wgmma prefill attention needs an sm_90a build on compute 9.0");
   if (params.num_prefill == 0 || params.max_q_len == 0) return;
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
-  QINFER_CHECK(params.block_size > 0);
+  QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,
+               "the wgmma kernel needs a block size that is a multiple of 16");
   if (params.head_dim == 128)
     launch_for_head_dim<128>(params, stream);
   else if (params.head_dim == 64)

@@ -52,6 +52,11 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* barrier, uint32_t parity
   } while (!done);
 }
 
+// 16-byte asynchronous global -> shared copy to a shared-memory address; zero-fills the destination when !valid.
+__device__ __forceinline__ void cp_async_16(uint32_t destination, const void* source, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(source), "r"(valid ? 16 : 0));
+}
+
 // Arrives on the barrier once all of this thread's earlier cp.async copies have completed (counted in its init count).
 __device__ __forceinline__ void cp_async_mbarrier_arrive(uint64_t* barrier) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(barrier)) : "memory");
@@ -64,6 +69,11 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 // Barrier among `threads` threads (a multiple of 32) under id `id` (1..15; 0 is __syncthreads).
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Arrives at that barrier without waiting (the waiting side uses named_barrier_sync with the same count).
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 template <int kRegisters>

@@ -23,6 +23,8 @@ constexpr int kStages = 3;                // K/V tiles: two in flight while a th
 constexpr int kProducerRegisters = 40;    // 128 x 40 + 256 x 232 <= 64 K registers
 constexpr int kConsumerRegisters = 232;
 constexpr float kLog2e = 1.4426950408889634f;
+// Named barriers: 1 + consumer for a consumer's Q tile, kTurnBarrier + consumer for its wgmma turn.
+constexpr int kTurnBarrier = 1 + kConsumers;
 
 // Shared memory, each tile [slab][rows][64] bf16 starting at a 1024-byte boundary:
 // [kStages][K tile, V tile][kBlockN rows], then [kConsumers] Q tiles of 64 rows, then full[kStages], empty[kStages].
@@ -58,27 +60,32 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
   const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[r.seq]) * p.block_table_stride;
   const int block_size = p.block_size;
 
+  // Rows first_row + kRowStep * i of a tile share (row % 8), hence the swizzled chunk: one base address per thread.
+  const uint32_t thread_destination = sm90::shared_address(stages) + sm90::swizzled_offset(kBlockN, first_row, column);
+  const int64_t thread_source = static_cast<int64_t>(first_row) * kHeadDim + column;
+
   for (int tile = 0; tile < r.num_tiles; ++tile) {
     const int stage = tile % kStages;
     if (tile >= kStages) sm90::mbarrier_wait(&empty[stage], (tile / kStages - 1) & 1);
-    unsigned char* k_tile = stages + stage * Layout::kStageBytes;
-    unsigned char* v_tile = k_tile + Layout::kTileBytes;
+    const uint32_t k_destination = thread_destination + stage * Layout::kStageBytes;
 #pragma unroll
     for (int group = 0; group < kBlockN / 16; ++group) {
       const int group_token = tile * kBlockN + group * 16;
-      int64_t group_offset = 0;
+      const int rows_left = r.context_len - group_token - first_row;  // this thread's row i is valid if i * step < it
+      int64_t group_source = 0;                                       // rows of a group past the end are not read
       if (group_token < r.context_len) {
         const int64_t page = table[group_token / block_size];
-        group_offset = ((page * p.num_kv_heads + kv_head) * block_size + group_token % block_size) * kHeadDim + column;
+        group_source =
+            ((page * p.num_kv_heads + kv_head) * block_size + group_token % block_size) * kHeadDim + thread_source;
       }
+      const __nv_bfloat16* k_source = p.k_cache + group_source;
+      const __nv_bfloat16* v_source = p.v_cache + group_source;
 #pragma unroll
       for (int i = 0; i < kRowsPerGroup; ++i) {
-        const int row = group * 16 + first_row + i * kRowStep;
-        const bool valid = group_token + first_row + i * kRowStep < r.context_len;
-        const int64_t offset = valid ? group_offset + (first_row + i * kRowStep) * kHeadDim : 0;
-        const uint32_t destination = sm90::swizzled_offset(kBlockN, row, column);
-        cp_async_16(k_tile + destination, p.k_cache + offset, valid);
-        cp_async_16(v_tile + destination, p.v_cache + offset, valid);
+        const uint32_t destination = k_destination + (group * 16 + i * kRowStep) * 128;
+        const bool valid = i * kRowStep < rows_left;
+        sm90::cp_async_16(destination, k_source + i * kRowStep * kHeadDim, valid);
+        sm90::cp_async_16(destination + Layout::kTileBytes, v_source + i * kRowStep * kHeadDim, valid);
       }
     }
     sm90::cp_async_mbarrier_arrive(&full[stage]);
@@ -89,17 +96,17 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
 // its warp, columns first_key + 8 * block + 2 * (lane % 4) + {0, 1}): causal mask, row maxima over the 4 lanes of a
 // row, probabilities exp2(score * scale_log2 - max * scale_log2) in place, running sums; `correction` is the factor
 // for the output accumulated so far.
-template <int kBlocks>
-__device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], bool needs_mask, int first_key,
-                                             const int (&position)[2], float scale_log2, float (&row_max)[2],
-                                             float (&row_sum)[2], float (&correction)[2]) {
+template <bool kMasked, int kBlocks>
+__device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], int first_key, const int (&position)[2],
+                                             float scale_log2, float (&row_max)[2], float (&row_sum)[2],
+                                             float (&correction)[2]) {
   const int lane = threadIdx.x % 32;
   float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int nb = 0; nb < kBlocks; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if (needs_mask && first_key + nb * 8 + (lane % 4) * 2 + (e % 2) > position[e / 2]) s[nb][e] = -INFINITY;
+      if (kMasked && first_key + nb * 8 + (lane % 4) * 2 + (e % 2) > position[e / 2]) s[nb][e] = -INFINITY;
       tile_max[e / 2] = fmaxf(tile_max[e / 2], s[nb][e]);
     }
   float max_scaled[2];
@@ -159,10 +166,11 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   };
   // S [64 x kBlockN] = Q Kᵀ for a tile, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step in it.
   float s[kBlockN / 8][4];
-  const auto issue_scores = [&](int tile) {
-    const int stage = tile % kStages;
-    sm90::mbarrier_wait(&full[stage], (tile / kStages) & 1);
+  const auto wait_for_tile = [&](int tile) {
+    sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1);
     sm90::fence_proxy_async_shared();  // the producer's cp.async writes, now visible here, to the tensor cores
+  };
+  const auto issue_scores = [&](int tile) {
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -189,6 +197,13 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
     }
     sm90::wgmma_commit();
   };
+  // The causal mask is needed only on tiles that reach past the first row's position.
+  const auto softmax = [&](bool needs_mask, int first_key, float(&correction)[2]) {
+    if (needs_mask)
+      softmax_tile<true>(s, first_key, position, scale_log2, row_max, row_sum, correction);
+    else
+      softmax_tile<false>(s, first_key, position, scale_log2, row_max, row_sum, correction);
+  };
   const auto pack_probabilities = [&] {
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
@@ -199,32 +214,53 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
     }
   };
 
+  // Ping-pong: the two consumer warpgroups take turns issuing their wgmma batches, so that one's softmax runs while
+  // the other's products occupy the tensor cores. Each takes num_tiles + 1 turns; consumer 0 goes first, and the
+  // last turn of consumer 1 passes nothing on.
+  const int my_turn = kTurnBarrier + consumer, other_turn = kTurnBarrier + 1 - consumer;
+  int turns_left = r.num_tiles + 1;
+  const auto take_turn = [&] { sm90::named_barrier_sync(my_turn, kConsumers * kWarpgroupThreads); };
+  const auto pass_turn = [&] {
+    if (--turns_left > 0 || consumer == 0) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
+  };
+  if (consumer == 1) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
+
   // The scores of tile t + 1 and the P·V product of tile t run on the tensor cores while this warpgroup computes
   // the softmax of tile t + 1; O is rescaled once P·V of tile t has landed.
   float correction[2];
+  wait_for_tile(0);
+  take_turn();
   issue_scores(0);
+  pass_turn();
   sm90::wgmma_wait<0>();
   sm90::wgmma_fence_operands(s);
-  softmax_tile(s, first_position < kBlockN - 1, 0, position, scale_log2, row_max, row_sum, correction);
+  softmax(first_position < kBlockN - 1, 0, correction);
   pack_probabilities();
   for (int tile = 1; tile < r.num_tiles; ++tile) {
+    wait_for_tile(tile);
+    take_turn();
     issue_scores(tile);
     issue_values(tile - 1);
+    pass_turn();
     sm90::wgmma_wait<1>();
     sm90::wgmma_fence_operands(s);
-    softmax_tile(s, (tile + 1) * kBlockN - 1 > first_position, tile * kBlockN, position, scale_log2, row_max, row_sum,
-                 correction);
+    softmax((tile + 1) * kBlockN - 1 > first_position, tile * kBlockN, correction);
     sm90::wgmma_wait<0>();
     sm90::wgmma_fence_operands(o);
     sm90::wgmma_fence_operands(p_frag);
     sm90::mbarrier_arrive(&empty[(tile - 1) % kStages]);
+    // Once the row maxima settle, whole warps see corrections of exactly 1 and skip the rescale.
+    if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
 #pragma unroll
-    for (int nb = 0; nb < kDimBlocks; ++nb)
+      for (int nb = 0; nb < kDimBlocks; ++nb)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[nb][e] *= correction[e / 2];
+        for (int e = 0; e < 4; ++e) o[nb][e] *= correction[e / 2];
+    }
     pack_probabilities();
   }
+  take_turn();
   issue_values(r.num_tiles - 1);
+  pass_turn();
   sm90::wgmma_wait<0>();
   sm90::wgmma_fence_operands(o);
   sm90::mbarrier_arrive(&empty[(r.num_tiles - 1) % kStages]);

@@ -2,7 +2,8 @@
 // warpgroup copies K/V tiles of 128 keys through the block table (cp.async into 128-byte-swizzled shared memory, three
 // stages, mbarrier full/empty pipeline); two consumer warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with both
 // operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma with P as the register A
-// operand and V read transposed from shared memory.
+// operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile t with P·V of tile t −
+// 1, and the two consumers take turns on the tensor cores (ping-pong). docs/CUDA_NOTES.md has the measurements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
@@ -19,12 +20,7 @@ constexpr int kConsumers = 2;  // consumer warpgroups, 64 query rows each
 constexpr int kThreads = (1 + kConsumers) * kWarpgroupThreads;
 constexpr int kBlockM = kConsumers * 64;  // query rows per block
 constexpr int kBlockN = 128;              // keys per tile
-constexpr int kStages = 3;                // K/V tiles: two in flight while a third is consumed
-constexpr int kProducerRegisters = 40;    // 128 x 40 + 256 x 232 <= 64 K registers
-constexpr int kConsumerRegisters = 232;
-constexpr float kLog2e = 1.4426950408889634f;
-// Named barriers: 1 + consumer for a consumer's Q tile, kTurnBarrier + consumer for its wgmma turn.
-constexpr int kTurnBarrier = 1 + kConsumers;
+constexpr int kStages = 3;                // K/V tiles: consumers hold K of t and V of t - 1, one is loading
 
 // Shared memory, each tile [slab][rows][64] bf16 starting at a 1024-byte boundary:
 // [kStages][K tile, V tile][kBlockN rows], then [kConsumers] Q tiles of 64 rows, then full[kStages], empty[kStages].
@@ -39,6 +35,12 @@ struct SharedLayout {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+constexpr int kProducerRegisters = 40;  // 128 x 40 + 256 x 232 <= 64 K registers
+constexpr int kConsumerRegisters = 232;
+constexpr float kLog2e = 1.4426950408889634f;
+// Named barriers: 1 + consumer for a consumer's Q tile, kTurnBarrier + consumer for its wgmma turn.
+constexpr int kTurnBarrier = 1 + kConsumers;
 
 struct TileRange {
   int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;

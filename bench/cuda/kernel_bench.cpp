@@ -171,6 +171,7 @@ class Bench {
            t, bytes, true);
   }
 
+  // Both prefill kernels on the same data (the wgmma one where the device has it).
   void prefill_attention(int length) {
     Pool pool = make_pool(1, length);
     DeviceBuffer q(static_cast<size_t>(length) * kHeads * kHeadDim * 2, "bench q"),
@@ -197,10 +198,14 @@ class Bench {
     p.head_dim = kHeadDim;
     p.block_size = 16;
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-    const double t = time_per_call([&](int) { launch_prefill_attention(p, stream_); }, 5, stream_);
     // Causal: query i attends to i + 1 keys; QK^T and PV are 2 * head_dim FLOPs per (query, key) each.
     const double flops = 4.0 * kHeadDim * kHeads * (static_cast<double>(length) * (length + 1) / 2);
-    record("prefill attention", "1 seq x " + std::to_string(length) + " causal", t, flops, false);
+    const std::string shape = "1 seq x " + std::to_string(length) + " causal";
+    record("prefill attention mma.sync", shape,
+           time_per_call([&](int) { launch_prefill_attention_mma_sync(p, stream_); }, 5, stream_), flops, false);
+    if (prefill_attention_wgmma_available())
+      record("prefill attention wgmma", shape,
+             time_per_call([&](int) { launch_prefill_attention_wgmma(p, stream_); }, 5, stream_), flops, false);
   }
 
   // The small per-layer kernels of a batch-1 decode step, timed as graph replays (what a decode graph pays).
@@ -318,33 +323,47 @@ class Bench {
 }  // namespace
 }  // namespace qinfer::cuda::bench
 
-int main() {
+// Usage: cuda_kernel_bench [group]: with a group (copy, linear, gemm, decode-attention, prefill-attention, small-ops,
+// sampling), only that group runs.
+int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
+  const std::string only = argc > 1 ? argv[1] : "";
+  const auto wants = [&](const char* group) { return only.empty() || only == group; };
   Bench bench;
-  bench.copy_ceiling();
-  const std::vector<int> decode_rows = {1, 2, 4, 8, 16};
-  bench.linear("qkv", 6144, 2560, decode_rows);
-  bench.linear("o_proj", 2560, 4096, decode_rows);
-  bench.linear("gate_up", 2 * 9728, 2560, decode_rows);
-  bench.linear("down", 2560, 9728, decode_rows);
-  bench.linear("lm_head", 151936, 2560, {1, 16});
-  bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
-  bench.prefill_gemm("gate_up", 8192, 2 * 9728, 2560);
-  bench.prefill_gemm("down", 8192, 2560, 9728);
-  bench.prefill_gemm("qkv", 1024, 6144, 2560);
-  bench.decode_attention(1, 1024);
-  bench.decode_attention(1, 8192);
-  bench.decode_attention(64, 1024);
-  bench.decode_attention(64, 8192);
-  bench.decode_attention(16, 32768);
-  bench.prefill_attention(1024);
-  bench.prefill_attention(8192);
-  bench.prefill_attention(32768);
-  bench.decode_small_ops();
-  bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
-  bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);
-  bench.sampling("T 1, top-p 0.9", 1, 1.0f, 0, 0.9f);
-  bench.sampling("greedy", 64, 0.0f, 0, 1.0f);
+  if (wants("copy")) bench.copy_ceiling();
+  if (wants("linear")) {
+    const std::vector<int> decode_rows = {1, 2, 4, 8, 16};
+    bench.linear("qkv", 6144, 2560, decode_rows);
+    bench.linear("o_proj", 2560, 4096, decode_rows);
+    bench.linear("gate_up", 2 * 9728, 2560, decode_rows);
+    bench.linear("down", 2560, 9728, decode_rows);
+    bench.linear("lm_head", 151936, 2560, {1, 16});
+    bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
+  }
+  if (wants("gemm")) {
+    bench.prefill_gemm("gate_up", 8192, 2 * 9728, 2560);
+    bench.prefill_gemm("down", 8192, 2560, 9728);
+    bench.prefill_gemm("qkv", 1024, 6144, 2560);
+  }
+  if (wants("decode-attention")) {
+    bench.decode_attention(1, 1024);
+    bench.decode_attention(1, 8192);
+    bench.decode_attention(64, 1024);
+    bench.decode_attention(64, 8192);
+    bench.decode_attention(16, 32768);
+  }
+  if (wants("prefill-attention")) {
+    bench.prefill_attention(1024);
+    bench.prefill_attention(8192);
+    bench.prefill_attention(32768);
+  }
+  if (wants("small-ops")) bench.decode_small_ops();
+  if (wants("sampling")) {
+    bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
+    bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);
+    bench.sampling("T 1, top-p 0.9", 1, 1.0f, 0, 0.9f);
+    bench.sampling("greedy", 64, 0.0f, 0, 1.0f);
+  }
   bench.summary();
   return 0;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/prefill_attention.h"
@@ -21,18 +22,19 @@ struct AttentionShape {
 
 // A random paged cache and block tables whose blocks are scattered over the pool.
 struct PagedCache {
-  static constexpr int kBlockSize = 16;
   AttentionShape shape;
+  int block_size;
   int num_blocks;
   std::vector<__nv_bfloat16> k, v;  // [num_blocks, num_kv_heads, block_size, head_dim]
   std::vector<int32_t> tables;      // [num_sequences, stride]
   int stride;
 
-  PagedCache(AttentionShape s, const std::vector<int>& context_lens, std::mt19937& rng) : shape(s) {
+  PagedCache(AttentionShape s, const std::vector<int>& context_lens, std::mt19937& rng, int block_tokens = 16)
+      : shape(s), block_size(block_tokens) {
     stride = 0;
-    for (int len : context_lens) stride = std::max(stride, (len + kBlockSize - 1) / kBlockSize);
+    for (int len : context_lens) stride = std::max(stride, (len + block_size - 1) / block_size);
     num_blocks = stride * static_cast<int>(context_lens.size()) + 3;
-    const size_t elements = static_cast<size_t>(num_blocks) * s.num_kv_heads * kBlockSize * s.head_dim;
+    const size_t elements = static_cast<size_t>(num_blocks) * s.num_kv_heads * block_size * s.head_dim;
     k = random_bf16(elements, rng);
     v = random_bf16(elements, rng);
     std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
@@ -40,10 +42,11 @@ struct PagedCache {
     std::shuffle(ids.begin(), ids.end(), rng);
     tables.assign(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(stride * context_lens.size()));
   }
-  double at(const std::vector<__nv_bfloat16>& cache, int seq, int token, int kv_head, int d) const {
-    const int64_t block = tables[static_cast<size_t>(seq) * stride + token / kBlockSize];
-    return testing::to_float(
-        cache[((block * shape.num_kv_heads + kv_head) * kBlockSize + token % kBlockSize) * shape.head_dim + d]);
+  // [head_dim] of token `token` of a sequence (block-table row `seq`) for one KV head.
+  const __nv_bfloat16* row(const std::vector<__nv_bfloat16>& cache, int seq, int token, int kv_head) const {
+    const int64_t block = tables[static_cast<size_t>(seq) * stride + token / block_size];
+    return &cache[static_cast<size_t>(((block * shape.num_kv_heads + kv_head) * block_size + token % block_size) *
+                                      shape.head_dim)];
   }
 };
 
@@ -55,16 +58,19 @@ std::vector<double> reference_attention(const PagedCache& cache, const __nv_bflo
   std::vector<double> scores(static_cast<size_t>(num_keys));
   double max_score = -INFINITY;
   for (int t = 0; t < num_keys; ++t) {
+    const __nv_bfloat16* k = cache.row(cache.k, seq, t, kv_head);
     double dot = 0;
-    for (int d = 0; d < s.head_dim; ++d) dot += testing::to_float(q[d]) * cache.at(cache.k, seq, t, kv_head, d);
+    for (int d = 0; d < s.head_dim; ++d) dot += testing::to_float(q[d]) * testing::to_float(k[d]);
     scores[t] = dot / std::sqrt(static_cast<double>(s.head_dim));
     max_score = std::max(max_score, scores[t]);
   }
   double sum = 0;
   for (double& x : scores) sum += x = std::exp(x - max_score);
   std::vector<double> out(static_cast<size_t>(s.head_dim), 0.0);
-  for (int t = 0; t < num_keys; ++t)
-    for (int d = 0; d < s.head_dim; ++d) out[d] += scores[t] / sum * cache.at(cache.v, seq, t, kv_head, d);
+  for (int t = 0; t < num_keys; ++t) {
+    const __nv_bfloat16* v = cache.row(cache.v, seq, t, kv_head);
+    for (int d = 0; d < s.head_dim; ++d) out[d] += scores[t] / sum * testing::to_float(v[d]);
+  }
   return out;
 }
 
@@ -101,7 +107,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   p.num_heads = shape.num_heads;
   p.num_kv_heads = shape.num_kv_heads;
   p.head_dim = shape.head_dim;
-  p.block_size = PagedCache::kBlockSize;
+  p.block_size = cache.block_size;
   p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   plan_decode_attention_splits(p, 2049, num_sms);
   ASSERT_LE(static_cast<size_t>(p.num_decode * p.num_splits), split_rows);
@@ -122,63 +128,128 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                                               AttentionShape{64, 6, 2}, AttentionShape{128, 16, 1}),
                                             ::testing::Values(1, 132)));
 
-class PrefillAttentionTest : public ::testing::TestWithParam<AttentionShape> {};
+enum class PrefillKernel { kMmaSync, kWgmma };
+
+struct PrefillCase {
+  AttentionShape shape;
+  int block_size;
+  PrefillKernel kernel;
+};
+
+std::string prefill_case_name(const ::testing::TestParamInfo<PrefillCase>& info) {
+  const PrefillCase& c = info.param;
+  return std::string(c.kernel == PrefillKernel::kWgmma ? "wgmma" : "mma_sync") + "_d" +
+         std::to_string(c.shape.head_dim) + "_h" + std::to_string(c.shape.num_heads) + "_kv" +
+         std::to_string(c.shape.num_kv_heads) + "_block" + std::to_string(c.block_size);
+}
+
+class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
+ protected:
+  // Sequence i has cached[i] tokens in the cache before its q_lens[i] new ones; all are attended to causally. Query
+  // rows i % check_every == 0 and each sequence's last row are compared (all heads), to bound the float64 reference.
+  void check_against_reference(const std::vector<int>& cached, const std::vector<int>& q_lens, unsigned seed,
+                               int check_every = 1) {
+    const PrefillCase& c = GetParam();
+    if (c.kernel == PrefillKernel::kWgmma && !prefill_attention_wgmma_available())
+      GTEST_SKIP() << "the wgmma kernel needs an sm_90a build on a compute 9.0 GPU";
+    const AttentionShape shape = c.shape;
+    std::mt19937 rng(seed);
+    std::vector<int> context_lens, q_starts;
+    int total = 0;
+    for (size_t i = 0; i < cached.size(); ++i) {
+      context_lens.push_back(cached[i] + q_lens[i]);
+      q_starts.push_back(total);
+      total += q_lens[i];
+    }
+    const int seqs = static_cast<int>(cached.size());
+    PagedCache cache(shape, context_lens, rng, c.block_size);
+    const auto q = random_bf16(static_cast<size_t>(total) * shape.num_heads * shape.head_dim, rng, 2.0f);
+    // Sequences use the block-table rows in reverse, so a table row differs from the sequence index.
+    std::vector<int32_t> table_rows(static_cast<size_t>(seqs));
+    std::iota(table_rows.rbegin(), table_rows.rend(), 0);
+
+    DeviceArray<__nv_bfloat16> dq(q), dk(cache.k), dv(cache.v), out(q.size());
+    DeviceArray<int32_t> dtables(cache.tables), drows(table_rows), dstarts(q_starts), dlens(q_lens), dcached(cached);
+    PrefillAttentionParams p;
+    p.q = dq.get();
+    p.k_cache = dk.get();
+    p.v_cache = dv.get();
+    p.block_tables = dtables.get();
+    p.table_rows = drows.get();
+    p.q_starts = dstarts.get();
+    p.q_lens = dlens.get();
+    p.cached_lens = dcached.get();
+    p.out = out.get();
+    p.block_table_stride = cache.stride;
+    p.num_prefill = seqs;
+    p.max_q_len = *std::max_element(q_lens.begin(), q_lens.end());
+    p.num_heads = shape.num_heads;
+    p.num_kv_heads = shape.num_kv_heads;
+    p.head_dim = shape.head_dim;
+    p.block_size = cache.block_size;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+    if (c.kernel == PrefillKernel::kWgmma)
+      launch_prefill_attention_wgmma(p, nullptr);
+    else
+      launch_prefill_attention_mma_sync(p, nullptr);
+
+    const std::vector<__nv_bfloat16> result = out.download();
+    const size_t row_elements = static_cast<size_t>(shape.num_heads) * shape.head_dim;
+    std::vector<__nv_bfloat16> checked;
+    std::vector<double> ref;
+    for (int s = 0; s < seqs; ++s)
+      for (int i = 0; i < q_lens[s]; ++i) {
+        if (i % check_every != 0 && i != q_lens[s] - 1) continue;
+        const size_t row = static_cast<size_t>(q_starts[s] + i);
+        checked.insert(checked.end(), result.begin() + static_cast<ptrdiff_t>(row * row_elements),
+                       result.begin() + static_cast<ptrdiff_t>((row + 1) * row_elements));
+        for (int h = 0; h < shape.num_heads; ++h) {
+          auto o = reference_attention(cache, &q[row * row_elements + static_cast<size_t>(h) * shape.head_dim],
+                                       table_rows[s], h, cached[s] + i + 1);
+          ref.insert(ref.end(), o.begin(), o.end());
+        }
+      }
+    EXPECT_LT(relative_error(checked, ref), 1e-2);
+  }
+};
 
 TEST_P(PrefillAttentionTest, MatchesReferenceWithCachedPrefixes) {
   SKIP_WITHOUT_GPU();
-  const AttentionShape shape = GetParam();
-  std::mt19937 rng(shape.head_dim * 7 + shape.num_heads);
-  // (cached, new) tokens per sequence: a fresh prompt, a short chunk after a prefix, a long chunk, one token.
-  const std::vector<int> cached = {0, 37, 200, 64, 0}, q_lens = {100, 5, 130, 1, 64};
-  std::vector<int> context_lens, q_starts;
-  int total = 0;
-  for (size_t i = 0; i < cached.size(); ++i) {
-    context_lens.push_back(cached[i] + q_lens[i]);
-    q_starts.push_back(total);
-    total += q_lens[i];
-  }
-  const int seqs = static_cast<int>(cached.size());
-  PagedCache cache(shape, context_lens, rng);
-  const auto q = random_bf16(static_cast<size_t>(total) * shape.num_heads * shape.head_dim, rng, 2.0f);
-  std::vector<int32_t> table_rows(static_cast<size_t>(seqs));
-  std::iota(table_rows.begin(), table_rows.end(), 0);
-
-  DeviceArray<__nv_bfloat16> dq(q), dk(cache.k), dv(cache.v), out(q.size());
-  DeviceArray<int32_t> dtables(cache.tables), drows(table_rows), dstarts(q_starts), dlens(q_lens), dcached(cached);
-  PrefillAttentionParams p;
-  p.q = dq.get();
-  p.k_cache = dk.get();
-  p.v_cache = dv.get();
-  p.block_tables = dtables.get();
-  p.table_rows = drows.get();
-  p.q_starts = dstarts.get();
-  p.q_lens = dlens.get();
-  p.cached_lens = dcached.get();
-  p.out = out.get();
-  p.block_table_stride = cache.stride;
-  p.num_prefill = seqs;
-  p.max_q_len = *std::max_element(q_lens.begin(), q_lens.end());
-  p.num_heads = shape.num_heads;
-  p.num_kv_heads = shape.num_kv_heads;
-  p.head_dim = shape.head_dim;
-  p.block_size = PagedCache::kBlockSize;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  launch_prefill_attention(p, nullptr);
-
-  std::vector<double> ref;
-  for (int s = 0; s < seqs; ++s)
-    for (int i = 0; i < q_lens[s]; ++i)
-      for (int h = 0; h < shape.num_heads; ++h) {
-        const size_t row = static_cast<size_t>(q_starts[s] + i);
-        auto o = reference_attention(cache, &q[(row * shape.num_heads + h) * shape.head_dim], s, h, cached[s] + i + 1);
-        ref.insert(ref.end(), o.begin(), o.end());
-      }
-  EXPECT_LT(relative_error(out.download(), ref), 1e-2);
+  // A fresh prompt, a short chunk after a prefix, a long chunk, one token, one full 64-token tile.
+  check_against_reference({0, 37, 200, 64, 0}, {100, 5, 130, 1, 64}, 11);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, PrefillAttentionTest,
-                         ::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1},
-                                           AttentionShape{64, 6, 2}));
+TEST_P(PrefillAttentionTest, LongChunksWrapThePipeline) {
+  SKIP_WITHOUT_GPU();
+  // Many key tiles per query block (stages reused several times), a diagonal that crosses tile boundaries.
+  check_against_reference({0, 333, 1000}, {520, 700, 129}, 12, 5);
+}
+
+TEST_P(PrefillAttentionTest, ManyShortSequences) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> cached_dist(0, 150), len_dist(1, 70);
+  std::vector<int> cached(37), q_lens(37);
+  for (size_t i = 0; i < cached.size(); ++i) {
+    cached[i] = i % 3 == 0 ? 0 : cached_dist(rng);
+    q_lens[i] = len_dist(rng);
+  }
+  check_against_reference(cached, q_lens, 14);
+}
+
+std::vector<PrefillCase> prefill_cases() {
+  std::vector<PrefillCase> cases;
+  for (PrefillKernel kernel : {PrefillKernel::kMmaSync, PrefillKernel::kWgmma}) {
+    cases.push_back({{128, 32, 8}, 16, kernel});  // Qwen3-4B: GQA 4
+    cases.push_back({{128, 4, 1}, 16, kernel});
+    cases.push_back({{128, 6, 2}, 32, kernel});  // GQA 3, 32-token blocks
+    cases.push_back({{64, 6, 2}, 16, kernel});   // the tiny test models
+    cases.push_back({{64, 8, 2}, 48, kernel});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PrefillAttentionTest, ::testing::ValuesIn(prefill_cases()), prefill_case_name);
 
 }  // namespace
 }  // namespace qinfer::cuda

@@ -128,22 +128,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
     __syncthreads();  // everyone is done with this stage before it is refilled
   }
 
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-  }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int q_index = m_block * kBlockM + row_base + r * 8;
-    if (q_index >= q_len) continue;
-    const float inv_sum = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f;
-    __nv_bfloat16* dst = p.out + (static_cast<int64_t>(q_start + q_index) * p.num_heads + head) * kHeadDim;
-#pragma unroll
-    for (int nb = 0; nb < kDimBlocks; ++nb)
-      *reinterpret_cast<__nv_bfloat162*>(dst + nb * 8 + (lane % 4) * 2) =
-          __floats2bfloat162_rn(o[nb][2 * r] * inv_sum, o[nb][2 * r + 1] * inv_sum);
-  }
+  store_attention_rows<kHeadDim>(o, row_sum, p.out, p.num_heads, head, q_start, q_len, m_block * kBlockM + row_base);
 }
 
 template <int kHeadDim>
@@ -158,15 +143,23 @@ void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {
-  if (params.num_prefill == 0) return;
-  QINFER_CHECK(params.num_heads % params.num_kv_heads == 0);
+void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, cudaStream_t stream) {
+  if (params.num_prefill == 0 || params.max_q_len == 0) return;
+  QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
+  QINFER_CHECK(params.block_size > 0);
   if (params.head_dim == 128)
     launch_for_head_dim<128>(params, stream);
   else if (params.head_dim == 64)
     launch_for_head_dim<64>(params, stream);
   else
     QINFER_CHECK(false, "head_dim must be 64 or 128");
+}
+
+void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {
+  if (params.block_size % 16 == 0 && prefill_attention_wgmma_available())
+    launch_prefill_attention_wgmma(params, stream);
+  else
+    launch_prefill_attention_mma_sync(params, stream);
 }
 
 }  // namespace qinfer::cuda

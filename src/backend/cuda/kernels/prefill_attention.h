@@ -1,7 +1,6 @@
-// Causal prefill attention over the paged KV cache on tensor cores (FlashAttention-2 style: mma.sync m16n8k16 bf16,
-// online softmax in fp32). Queries of a sequence are its new tokens at positions [num_cached, num_cached +
-// num_tokens); keys are read through the block table, so cached prefixes and earlier chunks are attended to.
-// The new tokens' K/V must already be in the cache.
+// Causal prefill attention over the paged KV cache on tensor cores (online softmax in fp32). Queries of a sequence are
+// its new tokens at positions [num_cached, num_cached + num_tokens); keys are read through the block table, so cached
+// prefixes and earlier chunks are attended to. The new tokens' K/V must already be in the cache.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -31,6 +30,14 @@ struct PrefillAttentionParams {
   float scale = 0;
 };
 
+// Runs the wgmma kernel where it is available and the block size is a multiple of 16, else the mma.sync one.
 void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream);
+
+// The kernels behind it (tests and benchmarks run each). mma.sync: sm_80 and later, 8 warps x 16 query rows, 64-key
+// tiles. wgmma (prefill_attention_sm90.cu): FlashAttention-3 structure, present when the build includes sm_90a and the
+// device is compute capability 9.0; it needs block sizes that are multiples of 16 and throws elsewhere.
+void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, cudaStream_t stream);
+bool prefill_attention_wgmma_available();
+void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaStream_t stream);
 
 }  // namespace qinfer::cuda

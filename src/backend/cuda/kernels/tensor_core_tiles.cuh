@@ -112,4 +112,31 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[kScoreBlocks][4],
     }
 }
 
+// Normalises and stores one thread's two output rows of an m16n8-layout accumulator: rows `first_row` and
+// `first_row` + 8 of the sequence's new tokens (skipped at or past q_len), columns 8 * block + 2 * (lane % 4) + {0, 1};
+// `row_sum` holds this thread's partial sums, completed here over the 4 lanes of each row.
+// out: [num_tokens, num_heads, kHeadDim], the sequence's first row at q_start.
+template <int kHeadDim>
+__device__ __forceinline__ void store_attention_rows(const float (&o)[kHeadDim / 8][4], float (&row_sum)[2],
+                                                     __nv_bfloat16* out, int num_heads, int head, int q_start,
+                                                     int q_len, int first_row) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int q_index = first_row + r * 8;
+    if (q_index >= q_len) continue;
+    const float inv_sum = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f;
+    __nv_bfloat16* dst = out + (static_cast<int64_t>(q_start + q_index) * num_heads + head) * kHeadDim;
+#pragma unroll
+    for (int nb = 0; nb < kHeadDim / 8; ++nb)
+      *reinterpret_cast<__nv_bfloat162*>(dst + nb * 8 + (lane % 4) * 2) =
+          __floats2bfloat162_rn(o[nb][2 * r] * inv_sum, o[nb][2 * r + 1] * inv_sum);
+  }
+}
+
 }  // namespace qinfer::cuda

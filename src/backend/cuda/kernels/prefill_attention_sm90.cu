@@ -1,0 +1,355 @@
+// Hopper (sm_90a) causal prefill attention over the paged KV cache, FlashAttention-3 structure: one producer
+// warpgroup copies K/V tiles of 128 keys through the block table (cp.async into 128-byte-swizzled shared memory, three
+// stages, mbarrier full/empty pipeline); two consumer warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with both
+// operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma with P as the register A
+// operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile t with P·V of tile t −
+// 1, and the two consumers take turns on the tensor cores (ping-pong). docs/CUDA_NOTES.md has the measurements.
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/prefill_attention.h"
+#include "backend/cuda/kernels/tensor_core_tiles.cuh"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "backend/cuda/kernels/hopper_wgmma.cuh"
+#endif
+
+namespace qinfer::cuda {
+
+namespace {
+
+constexpr int kWarpgroupThreads = 128;
+constexpr int kConsumers = 2;  // consumer warpgroups, 64 query rows each
+constexpr int kThreads = (1 + kConsumers) * kWarpgroupThreads;
+constexpr int kBlockM = kConsumers * 64;  // query rows per block
+constexpr int kBlockN = 128;              // keys per tile
+constexpr int kStages = 3;                // K/V tiles: consumers hold K of t and V of t - 1, one is loading
+
+// Shared memory, each tile [slab][rows][64] bf16 starting at a 1024-byte boundary:
+// [kStages][K tile, V tile][kBlockN rows], then [kConsumers] Q tiles of 64 rows, then full[kStages], empty[kStages].
+template <int kHeadDim>
+struct SharedLayout {
+  static constexpr int kTileBytes = kBlockN * kHeadDim * 2;
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kQBytes = 64 * kHeadDim * 2;
+  static constexpr int kQOffset = kStages * kStageBytes;
+  static constexpr int kBarrierOffset = kQOffset + kConsumers * kQBytes;
+  static constexpr int kBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + slack to align the start to 1024
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+constexpr int kProducerRegisters = 40;  // 128 x 40 + 256 x 232 <= 64 K registers
+constexpr int kConsumerRegisters = 232;
+constexpr float kLog2e = 1.4426950408889634f;
+// Named barriers: 1 + consumer for a consumer's Q tile, kTurnBarrier + consumer for its wgmma turn.
+constexpr int kTurnBarrier = 1 + kConsumers;
+
+struct TileRange {
+  int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
+};
+
+// Producer warpgroup: tile t goes into stage t % kStages once the consumers released that stage; each thread's copies
+// arrive on full[stage] when they complete (cp.async.mbarrier.arrive), so all stages can be in flight at once. The
+// block size is a multiple of 16, so each 16-token group of a tile lies in one cache block: one page lookup per group.
+template <int kHeadDim>
+__device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const TileRange& r,
+                                                 unsigned char* stages, uint64_t* full, uint64_t* empty) {
+  using Layout = SharedLayout<kHeadDim>;
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kRowStep = kWarpgroupThreads / kChunks;  // 8 or 16: rows first_row + kRowStep * i
+  constexpr int kRowsPerGroup = 16 / kRowStep;           // this thread's rows per 16-token group
+  const int thread = threadIdx.x % kWarpgroupThreads;
+  const int column = (thread % kChunks) * 8, first_row = thread / kChunks;
+  const int kv_head = r.head / (p.num_heads / p.num_kv_heads);
+  const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[r.seq]) * p.block_table_stride;
+  const int block_size = p.block_size;
+
+  // Rows first_row + kRowStep * i of a tile share (row % 8), hence the swizzled chunk: one base address per thread.
+  const uint32_t thread_destination = sm90::shared_address(stages) + sm90::swizzled_offset(kBlockN, first_row, column);
+  const int64_t thread_source = static_cast<int64_t>(first_row) * kHeadDim + column;
+
+  for (int tile = 0; tile < r.num_tiles; ++tile) {
+    const int stage = tile % kStages;
+    if (tile >= kStages) sm90::mbarrier_wait(&empty[stage], (tile / kStages - 1) & 1);
+    const uint32_t k_destination = thread_destination + stage * Layout::kStageBytes;
+#pragma unroll
+    for (int group = 0; group < kBlockN / 16; ++group) {
+      const int group_token = tile * kBlockN + group * 16;
+      const int rows_left = r.context_len - group_token - first_row;  // this thread's row i is valid if i * step < it
+      int64_t group_source = 0;                                       // rows of a group past the end are not read
+      if (group_token < r.context_len) {
+        const int64_t page = table[group_token / block_size];
+        group_source =
+            ((page * p.num_kv_heads + kv_head) * block_size + group_token % block_size) * kHeadDim + thread_source;
+      }
+      const __nv_bfloat16* k_source = p.k_cache + group_source;
+      const __nv_bfloat16* v_source = p.v_cache + group_source;
+#pragma unroll
+      for (int i = 0; i < kRowsPerGroup; ++i) {
+        const uint32_t destination = k_destination + (group * 16 + i * kRowStep) * 128;
+        const bool valid = i * kRowStep < rows_left;
+        sm90::cp_async_16(destination, k_source + i * kRowStep * kHeadDim, valid);
+        sm90::cp_async_16(destination + Layout::kTileBytes, v_source + i * kRowStep * kHeadDim, valid);
+      }
+    }
+    sm90::cp_async_mbarrier_arrive(&full[stage]);
+  }
+}
+
+// One online-softmax step on a tile of raw scores in the accumulator layout (this thread: rows lane/4 and lane/4 + 8 of
+// its warp, columns first_key + 8 * block + 2 * (lane % 4) + {0, 1}): causal mask, row maxima over the 4 lanes of a
+// row, probabilities exp2(score * scale_log2 - max * scale_log2) in place, running sums; `correction` is the factor
+// for the output accumulated so far.
+template <bool kMasked, int kBlocks>
+__device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], int first_key, const int (&position)[2],
+                                             float scale_log2, float (&row_max)[2], float (&row_sum)[2],
+                                             float (&correction)[2]) {
+  const int lane = threadIdx.x % 32;
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (kMasked && first_key + nb * 8 + (lane % 4) * 2 + (e % 2) > position[e / 2]) s[nb][e] = -INFINITY;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], s[nb][e]);
+    }
+  float max_scaled[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
+    const float new_max = fmaxf(row_max[i], tile_max[i]);
+    max_scaled[i] = new_max == -INFINITY ? 0.0f : new_max * scale_log2;
+    correction[i] = sm90::fast_exp2(row_max[i] * scale_log2 - max_scaled[i]);  // 0 while row_max is -inf
+    row_max[i] = new_max;
+    row_sum[i] *= correction[i];
+  }
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[nb][e] = sm90::fast_exp2(fmaf(s[nb][e], scale_log2, -max_scaled[e / 2]));
+      row_sum[e / 2] += s[nb][e];
+    }
+}
+
+// Consumer warpgroup `consumer`: query rows [64 * consumer, 64 * consumer + 64) of the block.
+template <int kHeadDim>
+__device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p, const TileRange& r, int consumer,
+                                                 unsigned char* shared, uint64_t* full, uint64_t* empty) {
+  using Layout = SharedLayout<kHeadDim>;
+  constexpr int kChunks = kHeadDim / 8;
+  constexpr int kDimBlocks = kHeadDim / 8;  // n8 blocks of the output
+  const int thread = threadIdx.x % kWarpgroupThreads, warp = thread / 32, lane = thread % 32;
+  const int first_q = r.m_block * kBlockM + consumer * 64;
+
+  unsigned char* q_tile = shared + Layout::kQOffset + consumer * Layout::kQBytes;  // [slab][64][64]
+  for (int index = thread; index < 64 * kChunks; index += kWarpgroupThreads) {
+    const int row = index / kChunks, column = (index % kChunks) * 8;
+    const int q_index = first_q + row;
+    const bool valid = q_index < r.q_len;
+    const __nv_bfloat16* source =
+        p.q + (static_cast<int64_t>(r.q_start + (valid ? q_index : 0)) * p.num_heads + r.head) * kHeadDim + column;
+    cp_async_16(q_tile + sm90::swizzled_offset(64, row, column), source, valid);
+  }
+  cp_async_commit();
+  cp_async_wait_all();
+  sm90::fence_proxy_async_shared();
+  sm90::named_barrier_sync(1 + consumer, kWarpgroupThreads);
+
+  // This thread's rows: warp * 16 + lane / 4 and 8 further (the accumulator layout).
+  const int row_base = warp * 16 + lane / 4;
+  const int position[2] = {r.cached + first_q + row_base, r.cached + first_q + row_base + 8};
+  const int first_position = r.cached + first_q;  // tiles entirely at or before it need no causal mask
+  const float scale_log2 = p.scale * kLog2e;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
+  float o[kDimBlocks][4] = {};
+  const uint32_t q_address = sm90::shared_address(q_tile);
+  const auto k_address = [&](int tile) {
+    return sm90::shared_address(shared + (tile % kStages) * Layout::kStageBytes);
+  };
+  // S [64 x kBlockN] = Q Kᵀ for a tile, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step in it.
+  float s[kBlockN / 8][4];
+  const auto wait_for_tile = [&](int tile) {
+    sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1);
+    sm90::fence_proxy_async_shared();  // the producer's cp.async writes, now visible here, to the tensor cores
+  };
+  const auto issue_scores = [&](int tile) {
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      const uint32_t step = (kk % 4) * 32;
+      sm90::wgmma_m64n128k16_ss(s, sm90::swizzled_descriptor(q_address + (kk / 4) * 64 * 128 + step, 16),
+                                sm90::swizzled_descriptor(k_address(tile) + (kk / 4) * kBlockN * 128 + step, 16),
+                                kk == 0);
+    }
+    sm90::wgmma_commit();
+  };
+  // O += P V for a tile, 16 keys per instruction: P's accumulator blocks 2kk, 2kk + 1 are the A fragment of step kk.
+  uint32_t p_frag[kBlockN / 16][4];
+  const auto issue_values = [&](int tile) {
+    const uint32_t v_address = k_address(tile) + Layout::kTileBytes;
+    sm90::wgmma_fence_operands(o);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      const uint64_t v_descriptor = sm90::swizzled_descriptor(v_address + kk * 16 * 128, kBlockN * 128);
+      if constexpr (kHeadDim == 128)
+        sm90::wgmma_m64n128k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+      else
+        sm90::wgmma_m64n64k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+    }
+    sm90::wgmma_commit();
+  };
+  // The causal mask is needed only on tiles that reach past the first row's position.
+  const auto softmax = [&](bool needs_mask, int first_key, float(&correction)[2]) {
+    if (needs_mask)
+      softmax_tile<true>(s, first_key, position, scale_log2, row_max, row_sum, correction);
+    else
+      softmax_tile<false>(s, first_key, position, scale_log2, row_max, row_sum, correction);
+  };
+  const auto pack_probabilities = [&] {
+#pragma unroll
+    for (int kk = 0; kk < kBlockN / 16; ++kk) {
+      p_frag[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+      p_frag[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+      p_frag[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p_frag[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+  };
+
+  // Ping-pong: the two consumer warpgroups take turns issuing their wgmma batches, so that one's softmax runs while
+  // the other's products occupy the tensor cores. Each takes num_tiles + 1 turns; consumer 0 goes first, and the
+  // last turn of consumer 1 passes nothing on.
+  const int my_turn = kTurnBarrier + consumer, other_turn = kTurnBarrier + 1 - consumer;
+  int turns_left = r.num_tiles + 1;
+  const auto take_turn = [&] { sm90::named_barrier_sync(my_turn, kConsumers * kWarpgroupThreads); };
+  const auto pass_turn = [&] {
+    if (--turns_left > 0 || consumer == 0) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
+  };
+  if (consumer == 1) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
+
+  // The scores of tile t + 1 and the P·V product of tile t run on the tensor cores while this warpgroup computes
+  // the softmax of tile t + 1; O is rescaled once P·V of tile t has landed.
+  float correction[2];
+  wait_for_tile(0);
+  take_turn();
+  issue_scores(0);
+  pass_turn();
+  sm90::wgmma_wait<0>();
+  sm90::wgmma_fence_operands(s);
+  softmax(first_position < kBlockN - 1, 0, correction);
+  pack_probabilities();
+  for (int tile = 1; tile < r.num_tiles; ++tile) {
+    wait_for_tile(tile);
+    take_turn();
+    issue_scores(tile);
+    issue_values(tile - 1);
+    pass_turn();
+    sm90::wgmma_wait<1>();
+    sm90::wgmma_fence_operands(s);
+    softmax((tile + 1) * kBlockN - 1 > first_position, tile * kBlockN, correction);
+    sm90::wgmma_wait<0>();
+    sm90::wgmma_fence_operands(o);
+    sm90::wgmma_fence_operands(p_frag);
+    sm90::mbarrier_arrive(&empty[(tile - 1) % kStages]);
+    // Once the row maxima settle, whole warps see corrections of exactly 1 and skip the rescale.
+    if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
+#pragma unroll
+      for (int nb = 0; nb < kDimBlocks; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[nb][e] *= correction[e / 2];
+    }
+    pack_probabilities();
+  }
+  take_turn();
+  issue_values(r.num_tiles - 1);
+  pass_turn();
+  sm90::wgmma_wait<0>();
+  sm90::wgmma_fence_operands(o);
+  sm90::mbarrier_arrive(&empty[(r.num_tiles - 1) % kStages]);
+
+  store_attention_rows<kHeadDim>(o, row_sum, p.out, p.num_heads, r.head, r.q_start, r.q_len, first_q + row_base);
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// grid (num_heads, num_prefill, ceil(max_q_len / kBlockM)): the heaviest (last) query blocks of all heads first.
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads, 1) prefill_attention_wgmma_kernel(const PrefillAttentionParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Layout = SharedLayout<kHeadDim>;
+  TileRange r;
+  r.head = blockIdx.x;
+  r.seq = blockIdx.y;
+  r.m_block = gridDim.z - 1 - blockIdx.z;
+  r.q_len = p.q_lens[r.seq];
+  if (r.m_block * kBlockM >= r.q_len) return;
+  r.q_start = p.q_starts[r.seq];
+  r.cached = p.cached_lens[r.seq];
+  r.context_len = r.cached + r.q_len;
+  const int last_position = r.cached + min(r.q_len, (r.m_block + 1) * kBlockM) - 1;  // keys up to it are needed
+  r.num_tiles = last_position / kBlockN + 1;
+
+  extern __shared__ unsigned char shared_raw[];
+  unsigned char* shared = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);
+  uint64_t* full = reinterpret_cast<uint64_t*>(shared + Layout::kBarrierOffset);
+  uint64_t* empty = full + kStages;
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; ++stage) {
+      sm90::mbarrier_init(&full[stage], kWarpgroupThreads);
+      sm90::mbarrier_init(&empty[stage], kConsumers * kWarpgroupThreads);
+    }
+  }
+  __syncthreads();
+
+  const int warpgroup = threadIdx.x / kWarpgroupThreads;
+  if (warpgroup == 0) {
+    sm90::setmaxnreg_dec<kProducerRegisters>();
+    produce_kv_tiles<kHeadDim>(p, r, shared, full, empty);
+  } else {
+    sm90::setmaxnreg_inc<kConsumerRegisters>();
+    consume_kv_tiles<kHeadDim>(p, r, warpgroup - 1, shared, full, empty);
+  }
+#else
+  (void)p;
+#endif
+}
+
+template <int kHeadDim>
+void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
+  constexpr int kSharedBytes = SharedLayout<kHeadDim>::kBytes;
+  CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_wgmma_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  kSharedBytes));
+  const dim3 grid(p.num_heads, p.num_prefill, (p.max_q_len + kBlockM - 1) / kBlockM);
+  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+bool prefill_attention_wgmma_available() {
+#if defined(QINFER_HAVE_SM90A)
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  return false;
+#endif
+}
+
+void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaStream_t stream) {
+  QINFER_CHECK(prefill_attention_wgmma_available(), "the wgmma prefill attention needs an sm_90a build on compute 9.0");
+  if (params.num_prefill == 0 || params.max_q_len == 0) return;
+  QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
+  QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,
+               "the wgmma kernel needs a block size that is a multiple of 16");
+  if (params.head_dim == 128)
+    launch_for_head_dim<128>(params, stream);
+  else if (params.head_dim == 64)
+    launch_for_head_dim<64>(params, stream);
+  else
+    QINFER_CHECK(false, "head_dim must be 64 or 128");
+}
+
+}  // namespace qinfer::cuda

@@ -14,6 +14,7 @@ using testing::DeviceArray;
 struct SamplingCase {
   const char* name;
   SamplingParams params;
+  bool flat_logits = false;  // every logit equal: more than 1024 candidates pass the chunk bound of top-k
 };
 
 std::vector<SamplingCase> sampling_cases() {
@@ -46,6 +47,7 @@ std::vector<SamplingCase> sampling_cases() {
   cases.front().params.num_top_logprobs = 20;
   // Greedy without penalties or top logprobs: the argmax comes from the chunk statistics alone.
   cases.push_back({"greedy_fast_path", make(0, 0, 1, 0)});
+  cases.push_back({"flat_top_k", make(0.7f, 20, 0.8f, 0), true});
   return cases;
 }
 
@@ -58,7 +60,7 @@ TEST(GpuSampling, MatchesHostReference) {
   for (const SamplingCase& c : sampling_cases()) {
     // Logits rounded to 1/8: many exact ties, which the orders must break by token id.
     std::vector<float> logits(static_cast<size_t>(rows_per_case) * vocab);
-    for (auto& x : logits) x = std::round(normal(rng) * 8.0f) / 8.0f;
+    for (auto& x : logits) x = c.flat_logits ? 0.5f : std::round(normal(rng) * 8.0f) / 8.0f;
     std::vector<std::vector<int32_t>> prompts(rows_per_case), outputs(rows_per_case);
     std::uniform_int_distribution<int32_t> token(-5, vocab + 5);  // out-of-vocabulary ids are ignored
     Batch batch;

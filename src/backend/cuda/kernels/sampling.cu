@@ -11,7 +11,7 @@ namespace {
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRadixBins = 256;
-constexpr int kChunk = 4096;  // vocabulary entries per statistics block
+constexpr int kChunk = 1024;  // vocabulary entries per statistics block (151 936 -> 149 chunks)
 constexpr int kStatsThreads = 256;
 
 __device__ __forceinline__ int sampling_chunks_device(int vocab) { return (vocab + kChunk - 1) / kChunk; }
@@ -178,20 +178,14 @@ __device__ void bitonic_sort_ascending(unsigned long long* keys) {
   }
 }
 
-// top_k <= kThreads: the k candidates are gathered and sorted in shared memory, and thread 0 then follows
-// sample_token() step by step (double exp, same summation orders), so the draw matches the reference exactly.
-__device__ int sample_small_top_k(const float* work, int vocab, const DeviceSamplingParams& sp, float top,
-                                  SharedScratch& s) {
-  const uint64_t threshold = radix_select(work, nullptr, vocab, 0, static_cast<double>(sp.top_k), false, s);
-  if (threadIdx.x == 0) s.count = 0;
-  s.candidates[threadIdx.x] = ~0ull;  // padding sorts last
-  __syncthreads();
-  for (int i = threadIdx.x; i < vocab; i += kThreads) {
-    const uint64_t key = order_key(work[i], i);
-    if (key >= threshold) s.candidates[atomicAdd(&s.count, 1)] = ~key;  // ascending ~key = descending key
-  }
+// top_k <= kThreads, second half: s.candidates holds ~key of s.count <= kThreads candidates that include the top_k
+// largest processed logits (padding ~0). They are sorted, cut to top_k, and thread 0 then follows sample_token() step
+// by step (double exp, same summation orders), so the draw matches the reference exactly. work[] must hold the
+// processed logit of every candidate.
+__device__ int sample_from_top_k_candidates(const float* work, const DeviceSamplingParams& sp, float top,
+                                            SharedScratch& s) {
   bitonic_sort_ascending(s.candidates);
-  const int k = s.count;
+  const int k = min(s.count, sp.top_k);
   __syncthreads();  // everyone has read the count before thread 0 reuses it
   // Top-p prefix in probability order (thread 0), then min-p; survivors re-sorted by id for the inverse CDF.
   if (threadIdx.x == 0) {
@@ -240,6 +234,48 @@ __device__ int sample_small_top_k(const float* work, int vocab, const DeviceSamp
   return s.token;
 }
 
+// top_k <= kThreads over the whole processed row: the exact k-th key by radix selection, then the draw.
+__device__ int sample_small_top_k(const float* work, int vocab, const DeviceSamplingParams& sp, float top,
+                                  SharedScratch& s) {
+  const uint64_t threshold = radix_select(work, nullptr, vocab, 0, static_cast<double>(sp.top_k), false, s);
+  if (threadIdx.x == 0) s.count = 0;
+  s.candidates[threadIdx.x] = ~0ull;  // padding sorts last
+  __syncthreads();
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const uint64_t key = order_key(work[i], i);
+    if (key >= threshold) s.candidates[atomicAdd(&s.count, 1)] = ~key;  // ascending ~key = descending key
+  }
+  return sample_from_top_k_candidates(work, sp, top, s);
+}
+
+// top_k <= number of chunks, no penalties: the k-th largest chunk maximum T bounds the k-th largest logit from below
+// (k chunks each hold a logit >= T), so the logits with x / temperature >= T / temperature (rounding is monotonic)
+// include the top k. One pass gathers them instead of eight radix passes over the row. Returns -1 when more than
+// kThreads logits pass the bound (the caller then takes the radix path).
+__device__ int sample_top_k_within_chunk_bound(const float* logits, float* work, int vocab,
+                                               const LogitsChunkStats* stats, int chunks,
+                                               const DeviceSamplingParams& sp, float top, SharedScratch& s) {
+  s.candidates[threadIdx.x] =
+      static_cast<int>(threadIdx.x) < chunks ? ~order_key(stats[threadIdx.x].max, threadIdx.x) : ~0ull;
+  bitonic_sort_ascending(s.candidates);
+  const float bound = stats[key_id(~s.candidates[sp.top_k - 1])].max / sp.temperature;
+  __syncthreads();
+  if (threadIdx.x == 0) s.count = 0;
+  s.candidates[threadIdx.x] = ~0ull;
+  __syncthreads();
+  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+    const float x = logits[i] / sp.temperature;
+    if (x >= bound) {
+      const int slot = atomicAdd(&s.count, 1);
+      if (slot < kThreads) s.candidates[slot] = ~order_key(x, i);
+      work[i] = x;
+    }
+  }
+  __syncthreads();
+  if (s.count > kThreads) return -1;
+  return sample_from_top_k_candidates(work, sp, top, s);
+}
+
 // Grid (chunks, rows): max, sum of exp(x - max) and argmax key of one chunk of one row's raw logits.
 __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(SamplingKernelParams p) {
   __shared__ float maxima[kStatsThreads / 32];
@@ -283,42 +319,10 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
   }
 }
 
-__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams p) {
-  __shared__ SharedScratch shared;
-  const int row = blockIdx.x;
-  const DeviceSamplingParams sp = p.params[row];
-  const float* logits = p.logits + static_cast<int64_t>(row) * p.vocab;
-  float* work = p.work + static_cast<int64_t>(row) * p.vocab;
-  float* probs = p.probs + static_cast<int64_t>(row) * p.vocab;
-  SampledToken& result = p.results[row];
-  allow_dependents();
-  wait_for_producer();
-
-  // Log-softmax normaliser of the raw logits and their argmax, merged from the chunk statistics.
-  const int chunks = sampling_chunks_device(p.vocab);
-  const LogitsChunkStats* stats = p.chunk_stats + static_cast<int64_t>(row) * chunks;
-  float max_logit = -INFINITY;
-  unsigned long long best_raw = 0;
-  for (int c = 0; c < chunks; ++c) {
-    max_logit = fmaxf(max_logit, stats[c].max);
-    best_raw = stats[c].best > best_raw ? stats[c].best : best_raw;
-  }
-  double total_exp = 0;
-  for (int c = 0; c < chunks; ++c) total_exp += stats[c].sum_exp * exp(static_cast<double>(stats[c].max - max_logit));
-  const float log_norm = max_logit + static_cast<float>(log(total_exp));
-
-  const bool penalised = sp.penalty_end > sp.penalty_begin &&
-                         (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f);
-  if (sp.temperature <= 0.0f && !penalised && sp.num_top_logprobs == 0) {
-    if (threadIdx.x == 0) {
-      const int token = key_id(best_raw);
-      result.token = token;
-      result.logprob = logits[token] - log_norm;
-    }
-    return;
-  }
+// Penalties, temperature, top-k/p, min-p and the draw over the whole row (work[] gets the processed logits).
+__device__ int sample_full_row(const SamplingKernelParams& p, const DeviceSamplingParams& sp, const float* logits,
+                               float* work, float* probs, SharedScratch& shared) {
   for (int i = threadIdx.x; i < p.vocab; i += kThreads) work[i] = logits[i];
-
   // Penalties (entries are distinct tokens, so no two threads touch one logit).
   __syncthreads();
   for (int e = sp.penalty_begin + threadIdx.x; e < sp.penalty_end; e += kThreads) {
@@ -400,6 +404,51 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
       token = shared.token;
     }
   }
+  return token;
+}
+
+__global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams p) {
+  __shared__ SharedScratch shared;
+  const int row = blockIdx.x;
+  const DeviceSamplingParams sp = p.params[row];
+  const float* logits = p.logits + static_cast<int64_t>(row) * p.vocab;
+  float* work = p.work + static_cast<int64_t>(row) * p.vocab;
+  float* probs = p.probs + static_cast<int64_t>(row) * p.vocab;
+  SampledToken& result = p.results[row];
+  allow_dependents();
+  wait_for_producer();
+
+  // Log-softmax normaliser of the raw logits and their argmax, merged from the chunk statistics.
+  const int chunks = sampling_chunks_device(p.vocab);
+  const LogitsChunkStats* stats = p.chunk_stats + static_cast<int64_t>(row) * chunks;
+  float chunk_max = -INFINITY;
+  unsigned long long chunk_best = 0;
+  for (int c = threadIdx.x; c < chunks; c += kThreads) {
+    chunk_max = fmaxf(chunk_max, stats[c].max);
+    chunk_best = stats[c].best > chunk_best ? stats[c].best : chunk_best;
+  }
+  const float max_logit = block_max(chunk_max, shared);
+  const unsigned long long best_raw = block_max_key(chunk_best, shared);
+  double chunk_exp = 0;
+  for (int c = threadIdx.x; c < chunks; c += kThreads)
+    chunk_exp += stats[c].sum_exp * exp(static_cast<double>(stats[c].max - max_logit));
+  const float log_norm = max_logit + static_cast<float>(log(block_sum(chunk_exp, shared)));
+
+  const bool penalised = sp.penalty_end > sp.penalty_begin &&
+                         (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f);
+  if (sp.temperature <= 0.0f && !penalised && sp.num_top_logprobs == 0) {
+    if (threadIdx.x == 0) {
+      const int token = key_id(best_raw);
+      result.token = token;
+      result.logprob = logits[token] - log_norm;
+    }
+    return;
+  }
+  int token = -1;
+  if (sp.temperature > 0.0f && !penalised && sp.top_k > 0 && sp.top_k <= chunks && chunks <= kThreads)
+    token =
+        sample_top_k_within_chunk_bound(logits, work, p.vocab, stats, chunks, sp, max_logit / sp.temperature, shared);
+  if (token < 0) token = sample_full_row(p, sp, logits, work, probs, shared);
 
   // Top logprobs of the raw logits: repeated block argmax below the previous key.
   unsigned long long previous = ~0ull;

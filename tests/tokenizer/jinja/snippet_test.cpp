@@ -3,30 +3,21 @@
 // (tests/data/chat_templates/snippet_references.json, made by tools/chat_template_reference.py --snippets).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
+#include "chat_template_test_data.h"
 #include "tokenizer/jinja/template.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {
 namespace {
 
-const std::filesystem::path kDataDir = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
-
-nlohmann::ordered_json read_json(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return nlohmann::ordered_json::parse(buffer.str());
-}
+const std::filesystem::path& kDataDir = test::kChatTemplateDataDir;
+using test::read_ordered_json;
 
 class SnippetTest : public testing::TestWithParam<size_t> {
  protected:
   static void SetUpTestSuite() {
-    snippets_ = new nlohmann::ordered_json(read_json(kDataDir / "snippets.json"));
-    references_ = new nlohmann::ordered_json(read_json(kDataDir / "snippet_references.json"));
+    snippets_ = new nlohmann::ordered_json(read_ordered_json(kDataDir / "snippets.json"));
+    references_ = new nlohmann::ordered_json(read_ordered_json(kDataDir / "snippet_references.json"));
   }
   static void TearDownTestSuite() {
     delete snippets_;
@@ -60,14 +51,15 @@ TEST_P(SnippetTest, MatchesJinja2) {
 }
 
 TEST(SnippetData, ReferencesCoverEverySnippet) {
-  EXPECT_EQ(read_json(kDataDir / "snippets.json").size(),
-            read_json(kDataDir / "snippet_references.json")["renders"].size());
+  EXPECT_EQ(read_ordered_json(kDataDir / "snippets.json").size(),
+            read_ordered_json(kDataDir / "snippet_references.json")["renders"].size());
 }
 
-// One test per snippet so a failure names the rule that broke; the count is checked above.
-INSTANTIATE_TEST_SUITE_P(All, SnippetTest, testing::Range<size_t>(0, 103),
+// One test per snippet so a failure names the rule that broke.
+INSTANTIATE_TEST_SUITE_P(All, SnippetTest,
+                         testing::Range<size_t>(0, read_ordered_json(kDataDir / "snippets.json").size()),
                          [](const testing::TestParamInfo<size_t>& info) {
-                           return read_json(kDataDir / "snippets.json")[info.param]["name"].get<std::string>();
+                           return read_ordered_json(kDataDir / "snippets.json")[info.param]["name"].get<std::string>();
                          });
 
 }  // namespace

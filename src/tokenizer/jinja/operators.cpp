@@ -37,6 +37,8 @@ std::string python_type(const Value& v) {
       return "LoopContext";
     case Value::Kind::kFunction:
       return "function";
+    case Value::Kind::kGenerator:
+      return v.generator_state().python_type;
     case Value::Kind::kUndefined:
       return "Undefined";
   }
@@ -276,8 +278,8 @@ Value loop_attribute(const LoopState& loop, std::string_view name) {
   if (name == "first") return Value::boolean(index0 == 0);
   if (name == "last") return Value::boolean(index0 + 1 == length);
   if (name == "length") return Value::integer(length);
-  if (name == "depth") return Value::integer(1);  // only recursive loops (unsupported) go deeper
-  if (name == "depth0") return Value::integer(0);
+  if (name == "depth") return Value::integer(loop.depth);
+  if (name == "depth0") return Value::integer(loop.depth - 1);
   if (name == "previtem") {
     return index0 > 0 ? (*loop.items)[loop.index0 - 1] : Value::undefined("there is no previous item");
   }
@@ -368,6 +370,13 @@ bool contains(const Value& container, const Value& item) {
     case Value::Kind::kUndefined:
       if (container.undefined_is_unsafe()) container.require_defined();
       return false;
+    case Value::Kind::kGenerator: {  // Python consumes the generator up to and including the match
+      Generator& generator = container.generator_state();
+      while (generator.position < generator.items.size()) {
+        if (values_equal(generator.items[generator.position++], item)) return true;
+      }
+      return false;
+    }
     default:
       throw Failure("argument of type '" + python_type(container) + "' is not iterable");
   }
@@ -493,6 +502,8 @@ ValueList iterate(const Value& iterable) {
     case Value::Kind::kUndefined:
       if (iterable.undefined_is_unsafe()) iterable.require_defined();
       return {};
+    case Value::Kind::kGenerator:
+      return iterable.generator_state().take_rest();
     default:
       throw Failure("'" + python_type(iterable) + "' object is not iterable");
   }

@@ -151,6 +151,14 @@ Value Value::function(std::string name, std::function<Value(Interpreter&, CallAr
   return v;
 }
 
+Value Value::generator(std::string python_type, ValueList items) {
+  Value v;
+  v.kind_ = Kind::kGenerator;
+  for (const Value& item : items) v.add_element_facts(item);
+  v.payload_ = std::make_shared<Generator>(Generator{std::move(python_type), std::move(items), 0});
+  return v;
+}
+
 Value Value::from_json(const nlohmann::ordered_json& json) {
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null:
@@ -276,6 +284,9 @@ void Value::append_repr(std::string& out) const {
     case Kind::kFunction:
       out += "<function " + function_object().name + ">";
       return;
+    case Kind::kGenerator:  // Python adds the object's address, which no template can rely on
+      out += "<" + generator_state().python_type + " object>";
+      return;
   }
 }
 
@@ -321,6 +332,8 @@ std::string Value::type_name() const {
       return "jinja2.runtime.LoopContext object";
     case Kind::kFunction:
       return "function object";
+    case Kind::kGenerator:
+      return generator_state().python_type + " object";
   }
   return "object";
 }
@@ -383,6 +396,8 @@ bool values_equal(const Value& a, const Value& b) {
       return &a.loop_state() == &b.loop_state();
     case Value::Kind::kFunction:
       return &a.function_object() == &b.function_object();
+    case Value::Kind::kGenerator:
+      return &a.generator_state() == &b.generator_state();
     default:
       return false;
   }

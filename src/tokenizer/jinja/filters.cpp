@@ -318,7 +318,7 @@ Value escape(const Value& subject) {
 
 Value first_or_last(const Value& subject, bool first) {
   if (subject.kind() == Value::Kind::kGenerator) {  // first takes one item (next()); last needs reversed()
-    if (!first) throw Failure("'" + subject.generator_state().python_type + "' object is not reversible");
+    if (!first) throw Failure("'" + subject.python_type() + "' object is not reversible");
     Generator& generator = subject.generator_state();
     if (generator.position == generator.items.size()) return Value::undefined("No first item, sequence was empty.");
     return generator.items[generator.position++];
@@ -378,7 +378,7 @@ Value apply_filter(Interpreter& interpreter, std::string_view name, const Value&
   }
   if (name == "length" || name == "count") {
     const int64_t length = subject.length();
-    if (length < 0) throw Failure("object of type '" + subject.type_name() + "' has no len()");
+    if (length < 0) throw Failure("object of type '" + subject.python_type() + "' has no len()");
     return Value::integer(length);
   }
   if (name == "default" || name == "d") {

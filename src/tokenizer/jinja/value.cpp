@@ -338,6 +338,38 @@ std::string Value::type_name() const {
   return "object";
 }
 
+std::string Value::python_type() const {
+  switch (kind_) {
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return "list";
+    case Kind::kTuple:
+      return "tuple";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNamespace:
+      return "Namespace";
+    case Kind::kLoop:
+      return "LoopContext";
+    case Kind::kFunction:
+      return "function";
+    case Kind::kGenerator:
+      return generator_state().python_type;
+    case Kind::kUndefined:
+      return "Undefined";
+  }
+  return "object";
+}
+
 const Value* Value::find(std::string_view key) const {
   if (kind_ != Kind::kDict && kind_ != Kind::kNamespace) return nullptr;
   for (const auto& [k, v] : entries()) {

@@ -118,6 +118,8 @@ class Value {
   int64_t length() const;
   // jinja2's name of the type, e.g. "dict object", for error messages.
   std::string type_name() const;
+  // type(x).__name__ as Python's TypeErrors spell it, e.g. "dict".
+  std::string python_type() const;
 
   // Dict lookup; nullptr when absent or not a dict.
   const Value* find(std::string_view key) const;

@@ -72,7 +72,17 @@ constexpr const char* kFragments[] = {"{%",
                                       "%",
                                       "loop.cycle(1)",
                                       "{% break %}",
-                                      "{% continue %}"};
+                                      "{% continue %}",
+                                      " recursive %}",
+                                      "loop(messages)",
+                                      "{% call m(1) %}",
+                                      "{% call(a) m(2) %}",
+                                      "{% endcall %}",
+                                      "caller()",
+                                      "|select",
+                                      "|map('string')",
+                                      "|list",
+                                      "|first"};
 
 std::string mutate(std::string text, std::mt19937& rng) {
   const int edits = 1 + static_cast<int>(rng() % 4);

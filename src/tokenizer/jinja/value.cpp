@@ -312,30 +312,13 @@ std::string Value::type_name() const {
       return "Undefined";
     case Kind::kNone:
       return "None";
-    case Kind::kBool:
-      return "bool object";
-    case Kind::kInt:
-      return "int object";
-    case Kind::kFloat:
-      return "float object";
-    case Kind::kString:
-      return "str object";
-    case Kind::kList:
-      return "list object";
-    case Kind::kTuple:
-      return "tuple object";
-    case Kind::kDict:
-      return "dict object";
     case Kind::kNamespace:
       return "jinja2.utils.Namespace object";
     case Kind::kLoop:
       return "jinja2.runtime.LoopContext object";
-    case Kind::kFunction:
-      return "function object";
-    case Kind::kGenerator:
-      return generator_state().python_type + " object";
+    default:
+      return python_type() + " object";
   }
-  return "object";
 }
 
 std::string Value::python_type() const {

@@ -30,6 +30,16 @@ class SnippetTest : public testing::TestWithParam<size_t> {
 nlohmann::ordered_json* SnippetTest::snippets_ = nullptr;
 nlohmann::ordered_json* SnippetTest::references_ = nullptr;
 
+// Runtime errors keep Python's/jinja2's message ("TypeError: <message>"); syntax errors are worded differently (qinfer
+// names the line), and two runtime errors deliberately differ: unpacking also says how many values came (as Python
+// 3.13 does), and include/import are refused when the template is parsed.
+bool message_must_match(const std::string& name, const std::string& reference_error) {
+  if (reference_error.starts_with("TemplateSyntaxError") || reference_error.starts_with("TemplateAssertionError")) {
+    return false;
+  }
+  return name != "error_unpack" && name != "error_include_refused";
+}
+
 TEST_P(SnippetTest, MatchesJinja2) {
   ASSERT_LT(GetParam(), snippets_->size()) << "fewer snippets than the test expects";
   const auto& snippet = (*snippets_)[GetParam()];
@@ -38,8 +48,16 @@ TEST_P(SnippetTest, MatchesJinja2) {
   SCOPED_TRACE(snippet["name"].get<std::string>() + ": " + snippet["template"].get<std::string>());
   const Value context = Value::from_json(snippet["context"]);
   if (reference.contains("error")) {
-    EXPECT_THROW(Template::parse(snippet["template"].get<std::string>()).render(context.entries()), Error)
-        << "jinja2 raised " << reference["error"];
+    const std::string expected = reference["error"].get<std::string>();
+    try {
+      Template::parse(snippet["template"].get<std::string>()).render(context.entries());
+      ADD_FAILURE() << "jinja2 raised " << expected;
+    } catch (const Error& e) {
+      if (message_must_match(snippet["name"].get<std::string>(), expected)) {
+        EXPECT_NE(std::string(e.what()).find(expected.substr(expected.find(": ") + 2)), std::string::npos)
+            << "jinja2 raised " << expected << "\nqinfer: " << e.what();
+      }
+    }
     return;
   }
   try {

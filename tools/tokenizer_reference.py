@@ -8,7 +8,8 @@ Writes to OUT_DIR:
   expected/<set>.tsv     one line per corpus document: token count, FNV-1a-64 of the ids (int32 little-endian),
                          FNV-1a-64 of decode(ids, skip_special_tokens=False) and of decode(..., True) (UTF-8 bytes),
                          then the same count and id hash with special-token matching off (encode_special_tokens=True)
-  expected/edge_ids.jsonl full ids, both modes, and both decodes for every document of corpus/edge.jsonl
+  expected/<set>_ids.jsonl full ids, both modes, and both decodes for every document of corpus/<set>.jsonl, for the
+                         short sets edge and nel_bom (U+0085 / U+FEFF around words, spaces and newlines)
   expected/decode_random.jsonl random id sequences (fixed seed) and HF's decodes of them, both skip settings
   hf_speed.json          HF single-thread encode MB/s on english/chinese/code, load time, 30-char prompt latency
   qinfer_bench.txt       output of the qinfer tokenizer benchmark run on the same machine (when given)
@@ -25,6 +26,8 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 from tokenizers import Tokenizer  # noqa: E402
 import tokenizers  # noqa: E402
 
+# Short edge-case sets whose full ids (not only hashes) are written, so a mismatch shows the exact tokens.
+FULL_ID_SETS = ("edge", "nel_bom")
 FNV_OFFSET, FNV_PRIME, MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
 
 
@@ -68,13 +71,14 @@ def main():
                         f"{len(ids_ns)}\t{ids_hash(ids_ns):016x}\n")
         print(f"reference: {name}: {len(docs)} docs", file=sys.stderr)
 
-    with open(os.path.join(out_dir, "expected", "edge_ids.jsonl"), "w") as f:
-        for doc in docs_by_set.get("edge", []):
-            ids = encode(tok, doc, True)
-            record = {"ids": ids, "ids_no_special": encode(tok, doc, False),
-                      "decode": tok.decode(ids, skip_special_tokens=False),
-                      "decode_skip": tok.decode(ids, skip_special_tokens=True)}
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    for name in FULL_ID_SETS:
+        with open(os.path.join(out_dir, "expected", name + "_ids.jsonl"), "w") as f:
+            for doc in docs_by_set.get(name, []):
+                ids = encode(tok, doc, True)
+                record = {"ids": ids, "ids_no_special": encode(tok, doc, False),
+                          "decode": tok.decode(ids, skip_special_tokens=False),
+                          "decode_skip": tok.decode(ids, skip_special_tokens=True)}
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
     rng = random.Random(7)
     vocab = tok.get_vocab_size(with_added_tokens=True)

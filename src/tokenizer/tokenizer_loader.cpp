@@ -1,18 +1,16 @@
-// Reads tokenizer.json into Tokenizer::Impl. The vocab and merges (almost all of the file) go through JsonScanner;
-// the small sections are parsed with nlohmann::json and validated field by field.
+// Builds Tokenizer::Impl from tokenizer.json: the parts read by read_tokenizer_json (tokenizer_json.h) are validated
+// field by field and turned into the BPE tables, the decode table and the added-token matchers.
 #include <algorithm>
-#include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
 #include "tokenizer/byte_level.h"
-#include "tokenizer/json_scanner.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/tokenizer_json.h"
 #include "tokenizer/unicode_classes.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
-#include "util/mapped_file.h"
 
 namespace qinfer {
 namespace {
@@ -46,63 +44,6 @@ struct LoadContext {
     return section[name].get<bool>();
   }
 };
-
-// Raw vocab and merges read by the scanner; merges hold ids resolved against the vocab.
-struct ModelSection {
-  StringIdMap vocab;  // byte-level strings → id
-  int32_t max_id = -1;
-  // Views into the mapped file, or into escaped_strings for the few strings that had JSON escapes.
-  std::vector<std::pair<std::string_view, std::string_view>> merge_strings;
-  std::deque<std::string> escaped_strings;
-  json options = json::object();  // every model field except vocab and merges
-};
-
-// Keeps a string returned by JsonScanner::string_value alive: views into the file text stay valid during the load.
-std::string_view keep(std::string_view value, const std::string& storage, ModelSection& model) {
-  if (value.data() != storage.data()) return value;
-  return model.escaped_strings.emplace_back(value);
-}
-
-void read_model_section(JsonScanner& scanner, ModelSection& model) {
-  scanner.for_each_member([&](const std::string& key) {
-    if (key == "vocab") {
-      model.vocab.reserve(150000);
-      scanner.for_each_member([&](const std::string& token) {
-        const int64_t id = scanner.integer_value();
-        if (id < 0 || id > kMaxTokenId) scanner.fail("model.vocab['" + token + "']: id out of range");
-        model.vocab.insert(token, static_cast<int32_t>(id));
-        model.max_id = std::max(model.max_id, static_cast<int32_t>(id));
-      });
-    } else if (key == "merges") {
-      model.merge_strings.reserve(200000);
-      std::string left_storage, right_storage;
-      scanner.for_each_element([&](size_t index) {
-        if (scanner.peek() == '"') {  // older format: "left right"
-          const std::string_view merge = keep(scanner.string_value(left_storage), left_storage, model);
-          const size_t space = merge.find(' ');
-          if (space == std::string_view::npos || merge.find(' ', space + 1) != std::string_view::npos) {
-            scanner.fail("model.merges[" + std::to_string(index) + "]: expected \"left right\"");
-          }
-          model.merge_strings.emplace_back(merge.substr(0, space), merge.substr(space + 1));
-          return;
-        }
-        size_t parts = 0;
-        std::string_view pair[2];
-        scanner.for_each_element([&](size_t part) {
-          if (part >= 2) scanner.fail("model.merges[" + std::to_string(index) + "]: expected a pair");
-          std::string& storage = part == 0 ? left_storage : right_storage;
-          pair[part] = keep(scanner.string_value(storage), storage, model);
-          parts = part + 1;
-        });
-        if (parts != 2) scanner.fail("model.merges[" + std::to_string(index) + "]: expected a pair");
-        model.merge_strings.emplace_back(pair[0], pair[1]);
-      });
-    } else {
-      model.options[key] = json::parse(scanner.raw_value(), nullptr, false);
-      if (model.options[key].is_discarded()) scanner.fail("model." + key + ": malformed value");
-    }
-  });
-}
 
 void check_model_options(const LoadContext& ctx, const json& options) {
   if (!options.contains("type") || options["type"] != "BPE") {
@@ -233,8 +174,8 @@ void build_added_token_matchers(const std::vector<AddedToken>& tokens, Tokenizer
   impl.normalized_added_tokens = AddedTokenMatcher(std::move(normalized), normalized_patterns);
 }
 
-void build_decode_table(const ModelSection& model, const std::vector<AddedToken>& added, Tokenizer::Impl& impl) {
-  int32_t max_id = model.max_id;
+void build_decode_table(const TokenizerJson& model, const std::vector<AddedToken>& added, Tokenizer::Impl& impl) {
+  int32_t max_id = model.max_vocab_id;
   for (const AddedToken& token : added) max_id = std::max(max_id, token.id);
   impl.vocab_size = max_id + 1;
   std::vector<std::string_view> text_of(impl.vocab_size);
@@ -263,10 +204,10 @@ void build_decode_table(const ModelSection& model, const std::vector<AddedToken>
 }
 
 // Resolves merges[begin, end) to ids; returns the index of the first merge naming a string not in the vocab, or end.
-size_t resolve_merges(const ModelSection& model, size_t begin, size_t end, std::vector<BpeModel::Merge>& merges) {
+size_t resolve_merges(const TokenizerJson& model, size_t begin, size_t end, std::vector<BpeModel::Merge>& merges) {
   std::string joined;
   for (size_t i = begin; i < end; ++i) {
-    const auto& [left, right] = model.merge_strings[i];
+    const auto& [left, right] = model.merges[i];
     joined.assign(left).append(right);
     const auto left_id = model.vocab.find(left);
     const auto right_id = model.vocab.find(right);
@@ -277,9 +218,9 @@ size_t resolve_merges(const ModelSection& model, size_t begin, size_t end, std::
   return end;
 }
 
-std::unique_ptr<BpeModel> build_bpe(const LoadContext& ctx, const ModelSection& model) {
+std::unique_ptr<BpeModel> build_bpe(const LoadContext& ctx, const TokenizerJson& model) {
   // Hash lookups dominate loading; they are independent, so large merge lists are resolved on a few threads.
-  const size_t count = model.merge_strings.size();
+  const size_t count = model.merges.size();
   std::vector<BpeModel::Merge> merges(count);
   const size_t num_threads = count < 20000 ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
   std::vector<size_t> first_bad(num_threads);
@@ -294,7 +235,7 @@ std::unique_ptr<BpeModel> build_bpe(const LoadContext& ctx, const ModelSection& 
   for (auto& worker : workers) worker.join();
   const size_t bad = *std::min_element(first_bad.begin(), first_bad.end());
   if (bad < count) {
-    const auto& [left, right] = model.merge_strings[bad];
+    const auto& [left, right] = model.merges[bad];
     const std::string joined = std::string(left) + std::string(right);
     const std::string missing = !model.vocab.find(left)    ? std::string(left)
                                 : !model.vocab.find(right) ? std::string(right)
@@ -309,7 +250,7 @@ std::unique_ptr<BpeModel> build_bpe(const LoadContext& ctx, const ModelSection& 
     utf8::append(one_char, byte_level::char_for_byte(static_cast<unsigned char>(b)));
     byte_ids[b] = model.vocab.find(one_char).value_or(-1);
   }
-  const bool ignore_merges = ctx.flag(model.options, "model", "ignore_merges", false);
+  const bool ignore_merges = ctx.flag(model.model_options, "model", "ignore_merges", false);
   StringIdMap raw_vocab;
   if (ignore_merges) {
     raw_vocab.reserve(model.vocab.size());
@@ -324,27 +265,11 @@ std::unique_ptr<BpeModel> build_bpe(const LoadContext& ctx, const ModelSection& 
 
 std::shared_ptr<const Tokenizer::Impl> Tokenizer::Impl::load(const std::filesystem::path& tokenizer_json) {
   const LoadContext ctx{tokenizer_json};
-  const MappedFile file(tokenizer_json);
-  const std::string_view text(reinterpret_cast<const char*>(file.bytes().data()), file.bytes().size());
-  JsonScanner scanner(text, tokenizer_json);
-  ModelSection model;
-  json sections = json::object();
-  bool has_model = false;
-  scanner.for_each_member([&](const std::string& key) {
-    if (key == "model") {
-      read_model_section(scanner, model);
-      has_model = true;
-      return;
-    }
-    sections[key] = json::parse(scanner.raw_value(), nullptr, false);
-    if (sections[key].is_discarded()) scanner.fail(key + ": malformed value");
-  });
-  if (scanner.peek() != '\0') scanner.fail("unexpected text after the top-level object");
-  if (!has_model) throw Error(ErrorKind::kFormat, tokenizer_json.string() + ": field 'model' is missing");
-  const auto section = [&](const char* name) { return sections.contains(name) ? sections[name] : json(); };
+  TokenizerJson parsed = read_tokenizer_json(tokenizer_json, kMaxTokenId);
+  const auto section = [&](const char* name) { return parsed.sections.value(name, json()); };
 
   auto impl = std::make_shared<Impl>();
-  check_model_options(ctx, model.options);
+  check_model_options(ctx, parsed.model_options);
   for (const char* unsupported_if_set : {"truncation", "padding"}) {
     if (!section(unsupported_if_set).is_null())
       ctx.unsupported(unsupported_if_set, section(unsupported_if_set), "null");
@@ -354,10 +279,10 @@ std::shared_ptr<const Tokenizer::Impl> Tokenizer::Impl::load(const std::filesyst
   check_decoder_and_post_processor(ctx, section("decoder"), section("post_processor"));
   const std::vector<AddedToken> added = read_added_tokens(ctx, section("added_tokens"));
 
-  impl->bpe = build_bpe(ctx, model);
-  build_decode_table(model, added, *impl);
+  impl->bpe = build_bpe(ctx, parsed);
+  build_decode_table(parsed, added, *impl);
   build_added_token_matchers(added, *impl);
-  impl->token_ids = std::move(model.vocab);
+  impl->token_ids = std::move(parsed.vocab);
   for (const AddedToken& token : added) impl->token_ids.insert_or_assign(token.content, token.id);
   return impl;
 }

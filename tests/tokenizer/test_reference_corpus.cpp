@@ -55,13 +55,15 @@ TEST_P(ReferenceCorpus, IdsAndDecodesMatchHuggingFace) {
   EXPECT_EQ(mismatches, 0u) << "of " << index << " documents";
 }
 
-INSTANTIATE_TEST_SUITE_P(Sets, ReferenceCorpus, ::testing::Values("english", "chinese", "code", "edge", "mixed", "other_scripts"));
+INSTANTIATE_TEST_SUITE_P(Sets, ReferenceCorpus,
+                         ::testing::Values("english", "chinese", "code", "edge", "mixed", "other_scripts"));
 
-TEST(ReferenceEdgeCases, FullIdsAndDecodesMatchHuggingFace) {
+// Full ids (both special-token modes) and decodes of a short set against expected/<set>_ids.jsonl.
+void expect_full_ids_match(const std::string& set) {
   std::optional<Tokenizer> tokenizer;
   ASSERT_NO_FATAL_FAILURE(test::load_qwen3(tokenizer));
-  const auto docs = test::read_jsonl(test::kTokenizerData / "corpus/edge.jsonl");
-  const auto expected = test::read_jsonl(test::kTokenizerData / "expected/edge_ids.jsonl");
+  const auto docs = test::read_jsonl(test::kTokenizerData / "corpus" / (set + ".jsonl"));
+  const auto expected = test::read_jsonl(test::kTokenizerData / "expected" / (set + "_ids.jsonl"));
   ASSERT_EQ(docs.size(), expected.size());
   for (size_t i = 0; i < docs.size(); ++i) {
     const std::string doc = docs[i].get<std::string>();
@@ -72,6 +74,19 @@ TEST(ReferenceEdgeCases, FullIdsAndDecodesMatchHuggingFace) {
     EXPECT_EQ(tokenizer->decode(ids, false), expected[i]["decode"].get<std::string>());
     EXPECT_EQ(tokenizer->decode(ids, true), expected[i]["decode_skip"].get<std::string>());
   }
+}
+
+TEST(ReferenceEdgeCases, FullIdsAndDecodesMatchHuggingFace) { expect_full_ids_match("edge"); }
+
+// U+0085 (NEL) and U+FEFF (BOM): the split follows Oniguruma's documented \s (NEL in, BOM out), which the JS fuzz
+// reference contradicts, so only an HF run can confirm it. Skipped until that run's output is committed.
+TEST(ReferenceEdgeCases, NelAndBomMatchHuggingFace) {
+  if (!std::filesystem::exists(test::kTokenizerData / "expected/nel_bom_ids.jsonl")) {
+    GTEST_SKIP()
+        << "tests/data/tokenizer/expected/nel_bom_ids.jsonl not produced yet: run tools/tokenizer_reference.py "
+           "on the GPU machine (tests/data/tokenizer/README.md)";
+  }
+  expect_full_ids_match("nel_bom");
 }
 
 // Random id sequences (unknown ids, special tokens, lone UTF-8 bytes): decode and streaming decode equal HF.

@@ -164,6 +164,57 @@ TEST(TokenizerLoad, MissingAndMalformedFilesAreClearErrors) {
   EXPECT_NE(load_error("bad_id", bad_id.dump()).second.find("added_tokens[0].id"), std::string::npos);
 }
 
+// Malformed vocab and merges entries (read by simdjson) and malformed small sections (nlohmann): the message names
+// the file and the field.
+TEST(TokenizerLoad, MalformedEntriesNameTheFileAndField) {
+  const auto expect_format_error = [](const std::string& name, const std::string& text, const std::string& field) {
+    const auto [kind, message] = load_error(name, text);
+    EXPECT_EQ(kind, ErrorKind::kFormat) << message;
+    EXPECT_NE(message.find("qinfer_tok_" + name + ".json"), std::string::npos) << message;
+    EXPECT_NE(message.find(field), std::string::npos) << message;
+  };
+  json string_id = tiny_tokenizer();
+  string_id["model"]["vocab"]["hey"] = "257";
+  expect_format_error("string_id", string_id.dump(), "model.vocab['hey']");
+  json float_id = tiny_tokenizer();
+  float_id["model"]["vocab"]["hey"] = 1.5;
+  expect_format_error("float_id", float_id.dump(), "model.vocab['hey']");
+  json negative_id = tiny_tokenizer();
+  negative_id["model"]["vocab"]["he"] = -1;
+  expect_format_error("negative_id", negative_id.dump(), "model.vocab['he']");
+  json vocab_list = tiny_tokenizer();
+  vocab_list["model"]["vocab"] = json::array({1, 2});
+  expect_format_error("vocab_list", vocab_list.dump(), "model.vocab");
+  json number_merge = tiny_tokenizer();
+  number_merge["model"]["merges"].push_back(7);
+  expect_format_error("number_merge", number_merge.dump(), "model.merges[2]");
+  json triple_merge = tiny_tokenizer();
+  triple_merge["model"]["merges"][1] = json::array({"he", "y", "z"});
+  expect_format_error("triple_merge", triple_merge.dump(), "model.merges[1]");
+  json single_merge = tiny_tokenizer();
+  single_merge["model"]["merges"][0] = json::array({"h"});
+  expect_format_error("single_merge", single_merge.dump(), "model.merges[0]");
+  json legacy_merge = tiny_tokenizer();
+  legacy_merge["model"]["merges"] = json::array({"h e", "hey"});
+  expect_format_error("legacy_merge", legacy_merge.dump(), "model.merges[1]");
+  json merges_object = tiny_tokenizer();
+  merges_object["model"]["merges"] = json::object();
+  expect_format_error("merges_object", merges_object.dump(), "model.merges");
+
+  const std::string text = tiny_tokenizer().dump();
+  const auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    return changed;
+  };
+  expect_format_error("lone_surrogate", replaced("\"he\":", "\"\\ud800\":"), "model.vocab");
+  expect_format_error("bad_section", replaced("\"NFC\"", "NFC"), "normalizer");
+  expect_format_error("bad_option", replaced("\"BPE\"", "BEEP"), "model.type");
+  expect_format_error("invalid_utf8", replaced("<|end|>", "<|\xC3\x28|>"), "(top level)");
+  expect_format_error("empty", "", "(top level)");
+  expect_format_error("trailing_comma", text.substr(0, text.size() - 1) + ",}", "qinfer_tok_trailing_comma");
+}
+
 TEST(TokenizerLoad, UnsupportedConfigurationsNameTheField) {
   const auto expect_unsupported = [](const std::string& name, const json& config, const std::string& field) {
     const auto [kind, message] = load_error(name, config.dump());

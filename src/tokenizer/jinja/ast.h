@@ -52,13 +52,14 @@ struct Expr {
 
 struct Stmt {
   enum class Kind {
-    kText,      // text
-    kOutput,    // {{ expr }}
-    kIf,        // branches (condition, body) ..., else_body
-    kFor,       // for targets in expr [if condition]: body [else else_body]
-    kSet,       // set targets = expr, or set targets[0].attribute = expr
-    kSetBlock,  // set targets[0] [| filter] %} body {% endset
-    kMacro,     // macro name(parameters) body
+    kText,       // text
+    kOutput,     // {{ expr }}
+    kIf,         // branches (condition, body) ..., else_body
+    kFor,        // for targets in expr [if condition] [recursive]: body [else else_body]
+    kSet,        // set targets = expr, or set targets[0].attribute = expr
+    kSetBlock,   // set targets[0] [| filter] %} body {% endset
+    kMacro,      // macro name(parameters) body
+    kCallBlock,  // call[(parameters)] expr (a kCall) %} body {% endcall: body is the callee's caller(parameters)
     kBreak,
     kContinue,
     kWith,         // with parameters (assignments): body
@@ -77,7 +78,8 @@ struct Stmt {
   Body body;
   Body else_body;
   std::string name;
-  NamedExprs parameters;  // macro parameters (default may be null) or with-assignments
+  NamedExprs parameters;   // macro/caller parameters (default may be null) or with-assignments
+  bool recursive = false;  // kFor: loop(items) renders the loop again one level deeper
 };
 
 }  // namespace qinfer::jinja

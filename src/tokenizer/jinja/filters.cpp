@@ -224,13 +224,13 @@ Value map_filter(Interpreter& interpreter, const Value& subject, const CallArgs&
       Value v = attribute_of(item, soft_str(*attribute));
       out.push_back(v.is_undefined() && fallback != nullptr ? *fallback : v);
     }
-    return Value::list(std::move(out));
+    return Value::generator("generator", std::move(out));
   }
   if (args.positional.empty()) throw Failure("map requires a filter name or attribute=");
   const std::string filter = soft_str(args.positional[0]);
   const CallArgs rest = shifted(args, 1);
   for (const Value& item : iterate(subject)) out.push_back(apply_filter(interpreter, filter, item, rest));
-  return Value::list(std::move(out));
+  return Value::generator("generator", std::move(out));
 }
 
 Value select_filter(Interpreter& interpreter, const Value& subject, const CallArgs& args, bool keep,
@@ -251,7 +251,7 @@ Value select_filter(Interpreter& interpreter, const Value& subject, const CallAr
     const bool passed = test.empty() ? probe.truthy() : apply_test(interpreter, test, probe, rest);
     if (passed == keep) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator("generator", std::move(out));
 }
 
 // jinja2's title filter (unlike str.title()) starts words only after whitespace or one of - ( { [ <, then
@@ -317,6 +317,12 @@ Value escape(const Value& subject) {
 }
 
 Value first_or_last(const Value& subject, bool first) {
+  if (subject.kind() == Value::Kind::kGenerator) {  // first takes one item (next()); last needs reversed()
+    if (!first) throw Failure("'" + subject.python_type() + "' object is not reversible");
+    Generator& generator = subject.generator_state();
+    if (generator.position == generator.items.size()) return Value::undefined("No first item, sequence was empty.");
+    return generator.items[generator.position++];
+  }
   const ValueList items = iterate(subject);
   if (items.empty())
     return Value::undefined(first ? "No first item, sequence was empty." : "No last item, sequence was empty.");
@@ -335,7 +341,7 @@ Value unique(const Value& subject, const CallArgs& args) {
       out.push_back(item);
     }
   }
-  return Value::list(std::move(out));
+  return Value::generator("generator", std::move(out));
 }
 
 Value sum(const Value& subject, const CallArgs& args) {
@@ -372,7 +378,7 @@ Value apply_filter(Interpreter& interpreter, std::string_view name, const Value&
   }
   if (name == "length" || name == "count") {
     const int64_t length = subject.length();
-    if (length < 0) throw Failure("object of type '" + subject.type_name() + "' has no len()");
+    if (length < 0) throw Failure("object of type '" + subject.python_type() + "' has no len()");
     return Value::integer(length);
   }
   if (name == "default" || name == "d") {
@@ -394,9 +400,9 @@ Value apply_filter(Interpreter& interpreter, std::string_view name, const Value&
     return Value::string(std::move(out));
   }
   if (name == "items") {
-    if (subject.is_undefined()) return Value::list({});
+    if (subject.is_undefined()) return Value::generator("generator", {});
     if (!subject.is_dict()) throw Failure("Can only get item pairs from a mapping.");
-    return call_method(subject, "items", CallArgs{});
+    return Value::generator("generator", call_method(subject, "items", CallArgs{}).items());
   }
   if (name == "list") return Value::list(iterate(subject));
   if (name == "first") return first_or_last(subject, true);
@@ -421,9 +427,14 @@ Value apply_filter(Interpreter& interpreter, std::string_view name, const Value&
       const Value backwards = Value::integer(-1);
       return slice(subject, nullptr, nullptr, &backwards);
     }
+    // reversed() gives an iterator for lists, tuples and dicts; anything else is copied into a reversed list.
+    const char* iterator_type = subject.kind() == Value::Kind::kList    ? "list_reverseiterator"
+                                : subject.kind() == Value::Kind::kTuple ? "reversed"
+                                : subject.is_dict()                     ? "dict_reversekeyiterator"
+                                                                        : nullptr;
     ValueList items = iterate(subject);
     std::reverse(items.begin(), items.end());
-    return Value::list(std::move(items));
+    return iterator_type ? Value::generator(iterator_type, std::move(items)) : Value::list(std::move(items));
   }
   if (name == "sort") return sort_filter(subject, args);
   if (name == "dictsort") return dictsort(subject, args);

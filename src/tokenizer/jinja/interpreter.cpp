@@ -81,13 +81,16 @@ Interpreter::Flow Interpreter::execute_statement(const Stmt& stmt, Scope& scope)
       }
       return execute(stmt.else_body, scope);
     case Stmt::Kind::kFor:
-      return execute_for(stmt, scope);
+      return execute_for(stmt, evaluate(*stmt.expr, scope), scope, 1);
     case Stmt::Kind::kSet:
     case Stmt::Kind::kSetBlock:
       execute_set(stmt, scope);
       return Flow::kNormal;
     case Stmt::Kind::kMacro:
       define_macro(stmt, scope);
+      return Flow::kNormal;
+    case Stmt::Kind::kCallBlock:
+      append_output(execute_call_block(stmt, scope));
       return Flow::kNormal;
     case Stmt::Kind::kBreak:
       return Flow::kBreak;
@@ -109,8 +112,8 @@ Interpreter::Flow Interpreter::execute_statement(const Stmt& stmt, Scope& scope)
   return Flow::kNormal;
 }
 
-Interpreter::Flow Interpreter::execute_for(const Stmt& stmt, Scope& scope) {
-  const Value iterable = evaluate(*stmt.expr, scope);
+// One run of a for-loop over `iterable`; a recursive loop runs again, one level deeper, for each loop(...) call.
+Interpreter::Flow Interpreter::execute_for(const Stmt& stmt, const Value& iterable, Scope& scope, int depth) {
   ValueList items = iterate(iterable);
   if (stmt.condition) {
     ValueList kept;
@@ -124,9 +127,11 @@ Interpreter::Flow Interpreter::execute_for(const Stmt& stmt, Scope& scope) {
   }
   if (items.empty()) return execute(stmt.else_body, scope);
 
-  // loop.depth only grows in recursive loops, which are not supported, so it stays 1.
   auto state = std::make_shared<LoopState>();
   state->items = &items;
+  state->depth = depth;
+  state->recursive_loop = stmt.recursive ? &stmt : nullptr;
+  state->scope = &scope;
   const Value loop = Value::loop(state);
   for (size_t i = 0; i < items.size(); ++i) {
     step();
@@ -139,6 +144,19 @@ Interpreter::Flow Interpreter::execute_for(const Stmt& stmt, Scope& scope) {
   }
   state->items = nullptr;
   return Flow::kNormal;
+}
+
+Value Interpreter::call_loop(const LoopState& loop, CallArgs& args) {
+  if (loop.items == nullptr) throw Failure("the loop object was used after its loop ended");
+  if (loop.recursive_loop == nullptr) {
+    throw Failure("The loop must have the 'recursive' marker to be called recursively.");
+  }
+  if (args.positional.size() != 1 || !args.keyword.empty()) throw Failure("loop() takes exactly one argument");
+  const Stmt& stmt = *loop.recursive_loop;
+  Scope& scope = *loop.scope;
+  const int depth = loop.depth + 1;
+  const Value iterable = args.positional[0];
+  return Value::string(render_nested([&] { execute_for(stmt, iterable, scope, depth); }));
 }
 
 void Interpreter::execute_set(const Stmt& stmt, Scope& scope) {
@@ -174,48 +192,85 @@ void Interpreter::define_macro(const Stmt& stmt, Scope& scope) {
   // stored in a namespace is called later.
   const Stmt* macro = &stmt;
   scope.set(stmt.name, Value::function(stmt.name, [macro](Interpreter& self, CallArgs& args) {
-              if (self.call_depth_ >= self.limits_.max_call_depth) throw Failure("macro calls nested too deeply");
-              if (args.positional.size() > macro->parameters.size()) {
-                throw Failure("macro '" + macro->name + "' takes not more than " +
-                              std::to_string(macro->parameters.size()) + " argument(s)");
-              }
               Scope local(self.root_);
-              for (size_t i = 0; i < macro->parameters.size(); ++i) {
-                const auto& [name, fallback] = macro->parameters[i];
-                if (const Value* given = args.get(name, i)) {
-                  local.set(name, *given);
-                } else if (fallback) {
-                  local.set(name, self.evaluate(*fallback, local));
-                } else {
-                  local.set(name, Value::undefined("parameter '" + name + "' was not provided"));
-                }
-              }
-              for (const auto& [name, value] : args.keyword) {
-                bool known = false;
-                for (const auto& parameter : macro->parameters) known = known || parameter.first == name;
-                if (!known) throw Failure("macro '" + macro->name + "' takes no keyword argument '" + name + "'");
-              }
-              ++self.call_depth_;
-              const int saved_line = self.line_;
-              std::string text = self.capture(macro->body, local);
-              self.line_ = saved_line;
-              --self.call_depth_;
-              return Value::string(std::move(text));
+              self.bind_parameters("macro '" + macro->name + "'", macro->parameters, args, local);
+              // A {% call %} block passes its body as `caller`.
+              if (const Value* caller = args.get("caller")) local.set("caller", *caller);
+              return Value::string(self.render_nested([&] { self.execute(macro->body, local); }));
             }));
 }
 
-std::string Interpreter::capture(const Body& body, Scope& scope) {
+void Interpreter::bind_parameters(const std::string& callee, const NamedExprs& parameters, const CallArgs& args,
+                                  Scope& local) {
+  if (args.positional.size() > parameters.size()) {
+    throw Failure(callee + " takes not more than " + std::to_string(parameters.size()) + " argument(s)");
+  }
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const auto& [name, fallback] = parameters[i];
+    if (const Value* given = args.get(name, i)) {
+      local.set(name, *given);
+    } else if (fallback) {
+      local.set(name, evaluate(*fallback, local));
+    } else {
+      local.set(name, Value::undefined("parameter '" + name + "' was not provided"));
+    }
+  }
+  for (const auto& [name, value] : args.keyword) {
+    bool known = name == "caller";
+    for (const auto& parameter : parameters) known = known || parameter.first == name;
+    if (!known) throw Failure(callee + " takes no keyword argument '" + name + "'");
+  }
+}
+
+// {% call m(args) %}body{% endcall %} is m(args, caller=<body as a macro>); caller() renders the body in the scope of
+// the call statement, so it refuses to run once that statement is over (it could have been stored somewhere).
+Value Interpreter::execute_call_block(const Stmt& stmt, Scope& scope) {
+  const Value callee = evaluate(*stmt.expr->subject, scope);
+  CallArgs args = evaluate_arguments(*stmt.expr, scope);
+  auto active = std::make_shared<bool>(true);
+  const Stmt* block = &stmt;
+  Scope* call_scope = &scope;
+  args.keyword.emplace_back(
+      "caller", Value::function("caller", [block, call_scope, active](Interpreter& self, CallArgs& caller_args) {
+        if (!*active) throw Failure("caller() was called after its call block ended");
+        Scope local(call_scope);
+        self.bind_parameters("caller", block->parameters, caller_args, local);
+        return Value::string(self.render_nested([&] { self.execute(block->body, local); }));
+      }));
+  line_ = stmt.line;
+  Value result = call(callee, args);
+  *active = false;
+  return result;
+}
+
+template <typename Run>
+std::string Interpreter::render_nested(Run&& run) {
+  if (call_depth_ >= limits_.max_call_depth) throw Failure("macro calls nested too deeply");
+  ++call_depth_;
+  const int saved_line = line_;
+  std::string captured = capture_output(run);
+  line_ = saved_line;
+  --call_depth_;
+  return captured;
+}
+
+template <typename Run>
+std::string Interpreter::capture_output(Run&& run) {
   std::string captured;
   std::string* saved = out_;
   out_ = &captured;
   try {
-    execute(body, scope);
+    run();
   } catch (...) {
     out_ = saved;
     throw;
   }
   out_ = saved;
   return captured;
+}
+
+std::string Interpreter::capture(const Body& body, Scope& scope) {
+  return capture_output([&] { execute(body, scope); });
 }
 
 Value Interpreter::apply_filter_chain(const Expr& filter, Value subject, Scope& scope) {
@@ -226,6 +281,7 @@ Value Interpreter::apply_filter_chain(const Expr& filter, Value subject, Scope& 
 }
 
 Value Interpreter::call(const Value& callee, CallArgs& args) {
+  if (callee.kind() == Value::Kind::kLoop) return call_loop(callee.loop_state(), args);
   if (callee.kind() != Value::Kind::kFunction) {
     callee.require_defined();
     throw Failure("'" + callee.type_name() + "' is not callable");

@@ -34,10 +34,19 @@ class Interpreter {
 
   Flow execute(const Body& body, Scope& scope);
   Flow execute_statement(const Stmt& stmt, Scope& scope);
-  Flow execute_for(const Stmt& stmt, Scope& scope);
+  Flow execute_for(const Stmt& stmt, const Value& iterable, Scope& scope, int depth);
+  Value call_loop(const LoopState& loop, CallArgs& args);
   void execute_set(const Stmt& stmt, Scope& scope);
   void define_macro(const Stmt& stmt, Scope& scope);
+  Value execute_call_block(const Stmt& stmt, Scope& scope);
+  // Binds a macro's or caller's parameters in `local` from `args` (defaults evaluated in `local`).
+  void bind_parameters(const std::string& callee, const NamedExprs& parameters, const CallArgs& args, Scope& local);
   std::string capture(const Body& body, Scope& scope);
+  // What `run()` writes, as a string; counts as one nested call against max_call_depth.
+  template <typename Run>
+  std::string render_nested(Run&& run);
+  template <typename Run>
+  std::string capture_output(Run&& run);
   Value apply_filter_chain(const Expr& filter, Value subject, Scope& scope);
 
   Value evaluate(const Expr& expr, Scope& scope);

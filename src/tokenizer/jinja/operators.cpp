@@ -12,40 +12,9 @@ namespace {
 // Strings and lists built by + and * stay below this, so a template cannot exhaust memory by doubling a string.
 constexpr size_t kMaxRepeatedBytes = size_t{64} << 20;
 
-// type(x).__name__ as Python's TypeErrors spell it.
-std::string python_type(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kNone:
-      return "NoneType";
-    case Value::Kind::kBool:
-      return "bool";
-    case Value::Kind::kInt:
-      return "int";
-    case Value::Kind::kFloat:
-      return "float";
-    case Value::Kind::kString:
-      return "str";
-    case Value::Kind::kList:
-      return "list";
-    case Value::Kind::kTuple:
-      return "tuple";
-    case Value::Kind::kDict:
-      return "dict";
-    case Value::Kind::kNamespace:
-      return "Namespace";
-    case Value::Kind::kLoop:
-      return "LoopContext";
-    case Value::Kind::kFunction:
-      return "function";
-    case Value::Kind::kUndefined:
-      return "Undefined";
-  }
-  return "object";
-}
-
 [[noreturn]] void unsupported(std::string_view op, const Value& a, const Value& b) {
-  throw Failure("unsupported operand type(s) for " + std::string(op) + ": '" + python_type(a) + "' and '" +
-                python_type(b) + "'");
+  throw Failure("unsupported operand type(s) for " + std::string(op) + ": '" + a.python_type() + "' and '" +
+                b.python_type() + "'");
 }
 
 // Python integers are unbounded; ours are 64-bit and refuse to wrap.
@@ -128,11 +97,11 @@ Value percent_format(const std::string& format, const Value& arguments) {
         break;
       case 'd':
       case 'i':
-        if (!value.is_number()) throw Failure("%d format: a real number is required, not " + python_type(value));
+        if (!value.is_number()) throw Failure("%d format: a real number is required, not " + value.python_type());
         out += std::to_string(value.is_float() ? static_cast<int64_t>(value.as_double()) : value.as_int());
         break;
       case 'f': {
-        if (!value.is_number()) throw Failure("must be real number, not " + python_type(value));
+        if (!value.is_number()) throw Failure("must be real number, not " + value.python_type());
         char buffer[64];
         std::snprintf(buffer, sizeof(buffer), "%.6f", value.as_double());
         out += buffer;
@@ -165,8 +134,8 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
       return a.kind() == Value::Kind::kTuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
     if (a.is_string() || a.is_sequence_kind()) {
-      throw Failure("can only concatenate " + python_type(a) + " (not \"" + python_type(b) + "\") to " +
-                    python_type(a));
+      throw Failure("can only concatenate " + a.python_type() + " (not \"" + b.python_type() + "\") to " +
+                    a.python_type());
     }
     unsupported(op, a, b);
   }
@@ -276,8 +245,8 @@ Value loop_attribute(const LoopState& loop, std::string_view name) {
   if (name == "first") return Value::boolean(index0 == 0);
   if (name == "last") return Value::boolean(index0 + 1 == length);
   if (name == "length") return Value::integer(length);
-  if (name == "depth") return Value::integer(1);  // only recursive loops (unsupported) go deeper
-  if (name == "depth0") return Value::integer(0);
+  if (name == "depth") return Value::integer(loop.depth);
+  if (name == "depth0") return Value::integer(loop.depth - 1);
   if (name == "previtem") {
     return index0 > 0 ? (*loop.items)[loop.index0 - 1] : Value::undefined("there is no previous item");
   }
@@ -346,13 +315,13 @@ Value negate(const Value& operand) {
     if (operand.as_int() == INT64_MIN) throw Failure("integer overflow");
     return Value::integer(-operand.as_int());
   }
-  throw Failure("bad operand type for unary -: '" + python_type(operand) + "'");
+  throw Failure("bad operand type for unary -: '" + operand.python_type() + "'");
 }
 
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case Value::Kind::kString:
-      if (!item.is_string()) throw Failure("'in <string>' requires string as left operand, not " + python_type(item));
+      if (!item.is_string()) throw Failure("'in <string>' requires string as left operand, not " + item.python_type());
       return container.str().find(item.str()) != std::string::npos;
     case Value::Kind::kList:
     case Value::Kind::kTuple:
@@ -362,14 +331,21 @@ bool contains(const Value& container, const Value& item) {
       return false;
     case Value::Kind::kDict:
       if (item.kind() == Value::Kind::kList || item.kind() == Value::Kind::kDict) {
-        throw Failure("unhashable type: '" + python_type(item) + "'");
+        throw Failure("unhashable type: '" + item.python_type() + "'");
       }
       return container.find(item) != nullptr;
     case Value::Kind::kUndefined:
       if (container.undefined_is_unsafe()) container.require_defined();
       return false;
+    case Value::Kind::kGenerator: {  // Python consumes the generator up to and including the match
+      Generator& generator = container.generator_state();
+      while (generator.position < generator.items.size()) {
+        if (values_equal(generator.items[generator.position++], item)) return true;
+      }
+      return false;
+    }
     default:
-      throw Failure("argument of type '" + python_type(container) + "' is not iterable");
+      throw Failure("argument of type '" + container.python_type() + "' is not iterable");
   }
 }
 
@@ -377,7 +353,7 @@ Value get_attribute(const Value& object, std::string_view name) {
   object.require_defined();
   if (is_unsafe_member(object, name)) {
     return Value::undefined(
-        "access to attribute '" + std::string(name) + "' of '" + python_type(object) + "' object is unsafe.", true);
+        "access to attribute '" + std::string(name) + "' of '" + object.python_type() + "' object is unsafe.", true);
   }
   if (has_method(object, name)) {
     const Value receiver = object;
@@ -433,7 +409,7 @@ Value get_item(const Value& object, const Value& key) {
 Value slice(const Value& object, const Value* start, const Value* stop, const Value* step) {
   object.require_defined();
   if (!object.is_string() && !object.is_sequence_kind()) {
-    throw Failure("'" + python_type(object) + "' object is not subscriptable");
+    throw Failure("'" + object.python_type() + "' object is not subscriptable");
   }
   std::vector<size_t> offsets;
   int64_t length = 0;
@@ -493,8 +469,10 @@ ValueList iterate(const Value& iterable) {
     case Value::Kind::kUndefined:
       if (iterable.undefined_is_unsafe()) iterable.require_defined();
       return {};
+    case Value::Kind::kGenerator:
+      return iterable.generator_state().take_rest();
     default:
-      throw Failure("'" + python_type(iterable) + "' object is not iterable");
+      throw Failure("'" + iterable.python_type() + "' object is not iterable");
   }
 }
 

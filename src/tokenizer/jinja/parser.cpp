@@ -160,6 +160,7 @@ class Parser {
     if (keyword == "for") return parse_for(line);
     if (keyword == "set") return parse_set(line);
     if (keyword == "macro") return parse_macro(line);
+    if (keyword == "call") return parse_call_block(line);
     if (keyword == "with") return parse_with(line);
     if (keyword == "filter") return parse_filter_block(line);
     if (keyword == "generation") {
@@ -173,8 +174,8 @@ class Parser {
       expect_block_end();
       return make_stmt(keyword == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue, line);
     }
-    static constexpr std::string_view kUnsupported[] = {"extends", "include", "import", "from",      "block",
-                                                        "call",    "do",      "trans",  "autoescape"};
+    static constexpr std::string_view kUnsupported[] = {"extends", "include", "import", "from",
+                                                        "block",   "do",      "trans",  "autoescape"};
     for (std::string_view unsupported : kUnsupported) {
       if (keyword == unsupported) fail_at(line, "the '" + keyword + "' statement is not supported in chat templates");
     }
@@ -218,7 +219,7 @@ class Parser {
     expect_name("in");
     stmt->expr = parse_tuple(false, false);
     if (skip_name("if")) stmt->condition = parse_expression(true);
-    if (at_name("recursive")) fail("recursive loops are not supported");
+    stmt->recursive = skip_name("recursive");
     expect_block_end();
     stmt->body = parse_body({"endfor", "else"});
     if (current().text == "else") {
@@ -259,16 +260,32 @@ class Parser {
     auto stmt = make_stmt(Stmt::Kind::kMacro, line);
     stmt->name = expect_identifier();
     expect_operator("(");
+    parse_parameters(*stmt);
+    expect_block_end();
+    stmt->body = parse_body({"endmacro"});
+    close_block();
+    return stmt;
+  }
+
+  // `(a, b=default)` after its opening parenthesis.
+  void parse_parameters(Stmt& stmt) {
     while (!skip_operator(")")) {
-      if (!stmt->parameters.empty()) expect_operator(",");
+      if (!stmt.parameters.empty()) expect_operator(",");
       if (skip_operator(")")) break;
       std::string parameter = expect_identifier();
       ExprPtr fallback;
       if (skip_operator("=")) fallback = parse_expression(true);
-      stmt->parameters.emplace_back(std::move(parameter), std::move(fallback));
+      stmt.parameters.emplace_back(std::move(parameter), std::move(fallback));
     }
+  }
+
+  StmtPtr parse_call_block(int line) {
+    auto stmt = make_stmt(Stmt::Kind::kCallBlock, line);
+    if (skip_operator("(")) parse_parameters(*stmt);
+    stmt->expr = parse_expression(true);
+    if (stmt->expr->kind != Expr::Kind::kCall) fail_at(line, "expected a call after 'call'");
     expect_block_end();
-    stmt->body = parse_body({"endmacro"});
+    stmt->body = parse_body({"endcall"});
     close_block();
     return stmt;
   }

@@ -210,7 +210,7 @@ void append_json_value(const Value& value, const JsonStyle& style, int level, st
       return;
     }
     default:
-      throw Failure("Object of type " + value.type_name() + " is not JSON serializable");
+      throw Failure("Object of type " + value.python_type() + " is not JSON serializable");
   }
 }
 

@@ -2,12 +2,15 @@
 // templates (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, raise_exception,
 // strftime_now, tojson with ensure_ascii=False).
 //
-// Known differences from jinja2, none used by the chat templates of Qwen2.5/Qwen3/Llama 3: no recursive loops,
-// {% call %}, include/import/extends, or *args/**kwargs in calls; str.format without format specs and printf-style
-// `%` with %s %r %d %i %f only; integers are 64-bit (overflow is an error); filters that return generators in jinja2
-// (items, map, select, unique, reverse, ...) return lists, and dict.items()/keys()/values() print as lists; macros
-// see the render's variables, not the scope they were defined in; a namespace may not be stored inside a namespace,
-// and values nest at most 512 levels.
+// Known differences from jinja2, none used by the chat templates of Qwen2.5/Qwen3/Llama 3: no include/import/extends
+// (refused: chat templates are single files), no *args/**kwargs in calls; str.format without format specs and
+// printf-style `%` with %s %r %d %i %f only; integers are 64-bit (overflow is an error); filters that return
+// generators in jinja2 (map, select, reject, selectattr, rejectattr, unique, items, and reverse's iterators) compute
+// their items eagerly, so an error inside shows up when the filter runs rather than when the generator is consumed,
+// and a printed generator shows no address; dict.items()/keys()/values() print as lists; macros see the render's
+// variables, not the scope they were defined in, and accept `caller` whether or not they use it; caller() refuses to
+// run after its {% call %} block has ended; recursion (macros, loop(...), caller()) stops at 64 levels; a namespace may
+// not be stored inside a namespace, and values nest at most 512 levels.
 #pragma once
 
 #include <memory>

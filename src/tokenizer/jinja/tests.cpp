@@ -41,7 +41,8 @@ bool apply_test(Interpreter&, std::string_view name, const Value& subject, const
   if (name == "mapping") return subject.is_dict();
   // Undefined is iterable and a sequence (it has __iter__, __len__ and __getitem__), as in jinja2.
   if (name == "iterable") {
-    return subject.is_string() || subject.is_sequence_kind() || subject.is_dict() || subject.is_undefined();
+    return subject.is_string() || subject.is_sequence_kind() || subject.is_dict() || subject.is_undefined() ||
+           subject.kind() == Kind::kGenerator;
   }
   if (name == "sequence") {
     return subject.is_string() || subject.is_sequence_kind() || subject.is_dict() || subject.is_undefined();

@@ -151,6 +151,14 @@ Value Value::function(std::string name, std::function<Value(Interpreter&, CallAr
   return v;
 }
 
+Value Value::generator(std::string python_type, ValueList items) {
+  Value v;
+  v.kind_ = Kind::kGenerator;
+  for (const Value& item : items) v.add_element_facts(item);
+  v.payload_ = std::make_shared<Generator>(Generator{std::move(python_type), std::move(items), 0});
+  return v;
+}
+
 Value Value::from_json(const nlohmann::ordered_json& json) {
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null:
@@ -276,6 +284,9 @@ void Value::append_repr(std::string& out) const {
     case Kind::kFunction:
       out += "<function " + function_object().name + ">";
       return;
+    case Kind::kGenerator:  // Python adds the object's address, which no template can rely on
+      out += "<" + generator_state().python_type + " object>";
+      return;
   }
 }
 
@@ -301,26 +312,43 @@ std::string Value::type_name() const {
       return "Undefined";
     case Kind::kNone:
       return "None";
-    case Kind::kBool:
-      return "bool object";
-    case Kind::kInt:
-      return "int object";
-    case Kind::kFloat:
-      return "float object";
-    case Kind::kString:
-      return "str object";
-    case Kind::kList:
-      return "list object";
-    case Kind::kTuple:
-      return "tuple object";
-    case Kind::kDict:
-      return "dict object";
     case Kind::kNamespace:
       return "jinja2.utils.Namespace object";
     case Kind::kLoop:
       return "jinja2.runtime.LoopContext object";
+    default:
+      return python_type() + " object";
+  }
+}
+
+std::string Value::python_type() const {
+  switch (kind_) {
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return "list";
+    case Kind::kTuple:
+      return "tuple";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNamespace:
+      return "Namespace";
+    case Kind::kLoop:
+      return "LoopContext";
     case Kind::kFunction:
-      return "function object";
+      return "function";
+    case Kind::kGenerator:
+      return generator_state().python_type;
+    case Kind::kUndefined:
+      return "Undefined";
   }
   return "object";
 }
@@ -383,6 +411,8 @@ bool values_equal(const Value& a, const Value& b) {
       return &a.loop_state() == &b.loop_state();
     case Value::Kind::kFunction:
       return &a.function_object() == &b.function_object();
+    case Value::Kind::kGenerator:
+      return &a.generator_state() == &b.generator_state();
     default:
       return false;
   }

@@ -22,7 +22,10 @@ class Failure : public std::runtime_error {
 
 class Value;
 class Interpreter;
+class Scope;
 struct LoopState;
+struct Generator;
+struct Stmt;
 using ValueList = std::vector<Value>;
 
 // Keyword arguments of a call, in call order.
@@ -55,7 +58,8 @@ class Value {
     kDict,
     kNamespace,
     kLoop,
-    kFunction
+    kFunction,
+    kGenerator
   };
   using Dict = std::vector<std::pair<Value, Value>>;  // insertion-ordered, like a Python dict
 
@@ -72,6 +76,8 @@ class Value {
   static Value namespace_object(Dict attributes);
   static Value loop(std::shared_ptr<LoopState> state);
   static Value function(std::string name, std::function<Value(Interpreter&, CallArgs&)> call);
+  // A one-shot iterator over `items`; python_type is Python's name of its type, e.g. "generator".
+  static Value generator(std::string python_type, ValueList items);
   static Value from_json(const nlohmann::ordered_json& json);
 
   Kind kind() const { return kind_; }
@@ -95,6 +101,8 @@ class Value {
   Dict& namespace_attributes() const { return *const_cast<Dict*>(static_cast<const Dict*>(payload_.get())); }
   LoopState& loop_state() const { return *const_cast<LoopState*>(static_cast<const LoopState*>(payload_.get())); }
   const Function& function_object() const { return *static_cast<const Function*>(payload_.get()); }
+  // Generators are consumed by iteration, so their state is mutable too.
+  Generator& generator_state() const { return *const_cast<Generator*>(static_cast<const Generator*>(payload_.get())); }
   // For Undefined: the message jinja2 raises when the value is used; empty for a plain undefined name.
   const std::string& undefined_hint() const { return str(); }
   bool undefined_is_unsafe() const { return flag_; }
@@ -110,6 +118,8 @@ class Value {
   int64_t length() const;
   // jinja2's name of the type, e.g. "dict object", for error messages.
   std::string type_name() const;
+  // type(x).__name__ as Python's TypeErrors spell it, e.g. "dict".
+  std::string python_type() const;
 
   // Dict lookup; nullptr when absent or not a dict.
   const Value* find(std::string_view key) const;
@@ -135,7 +145,7 @@ class Value {
   int64_t int_ = 0;               // int value (also 0/1 for bool)
   double float_ = 0;
   // string (const std::string, also an Undefined's hint), list/tuple (const ValueList), dict (const Dict),
-  // namespace (mutable Dict), loop (LoopState), function (const Function)
+  // namespace (mutable Dict), loop (LoopState), function (const Function), generator (Generator)
   std::shared_ptr<const void> payload_;
 };
 
@@ -146,10 +156,30 @@ bool value_less(const Value& a, const Value& b);
 
 // The state behind jinja2's `loop` variable of one for-loop.
 struct LoopState {
-  const ValueList* items = nullptr;  // the (filtered) items iterated
+  const ValueList* items = nullptr;  // the (filtered) items iterated; null once the loop has ended
   size_t index0 = 0;
+  int depth = 1;                         // 1 + how many recursive loop(...) calls led here
+  const Stmt* recursive_loop = nullptr;  // the for statement, when it is marked `recursive`
+  Scope* scope = nullptr;                // the scope the for statement runs in, for loop(...)
   bool has_changed_value = false;
   Value last_changed_value;
+};
+
+// What jinja2's map/select/reject/selectattr/rejectattr/unique/items filters return (Python generators) and what
+// reverse returns for a list (a list_reverseiterator): a one-shot iterator. The items are computed when the filter
+// runs (jinja2 computes them lazily, which only changes when an error inside shows up), but they are consumed as in
+// Python: iterating takes what is left, so a second `| list` of the same generator is empty; a generator has no
+// len(), is always true, and has no items by index.
+struct Generator {
+  std::string python_type;
+  ValueList items;
+  size_t position = 0;
+
+  ValueList take_rest() {
+    ValueList rest(items.begin() + static_cast<std::ptrdiff_t>(position), items.end());
+    position = items.size();
+    return rest;
+  }
 };
 
 }  // namespace qinfer::jinja

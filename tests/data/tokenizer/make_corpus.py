@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 import unicodedata
+from functools import cache
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus")
@@ -54,6 +55,7 @@ def read_text(path):
         return f.read().decode("utf-8", "replace")
 
 
+@cache
 def english():
     licenses = [f"/usr/share/common-licenses/{n}" for n in ("GPL-3", "Apache-2.0", "GFDL-1.3", "MPL-2.0", "LGPL-2.1")]
     docs = collect(licenses, read_text, 10**9)
@@ -61,6 +63,7 @@ def english():
     return docs
 
 
+@cache
 def chinese():
     pages = sorted(glob.glob("/usr/share/man/zh_CN/man1/*.gz")) + sorted(glob.glob("/usr/share/man/zh_CN/man8/*.gz"))
     return collect(pages, render_man, 560_000)
@@ -113,6 +116,30 @@ def edge_cases():
     return cases
 
 
+def nel_bom_cases():
+    """U+0085 (NEL) and U+FEFF (BOM) in every position the split regex cares about. Oniguruma's \\s (HF) includes NEL
+    and excludes BOM; JavaScript's \\s (the @lenml/tokenizers fuzz reference) does the opposite, so only HF decides."""
+    cases = []
+    for ch in ("\u0085", "\ufeff"):
+        cases += [
+            ch, ch * 2, ch * 5, "a" + ch + "b", "a " + ch + "b", "a" + ch + " b", "a " + ch + " b", "word" + ch * 3 + "word",
+            ch + "\n", "\n" + ch, ch + "\r\n", "\r\n" + ch, "a" + ch + "\nb", "a\n" + ch + "b", "a" + ch + "\n\n",
+            " " + ch + "\n", "\n" + ch + " ", "\n" + ch + "\n", ch + "\n" + ch, ch + " ", " " + ch, "  " + ch + "  ",
+            ch + "   x", "x   " + ch, "x " + ch + "  y", ch + "Hello", "Hello" + ch, ch + "Hello world" + ch,
+            "!" + ch, ch + "!", "!" + ch + "?", "." + ch + "\n", "1" + ch + "2", ch + "123", "it" + ch + "'s",
+            ch + "'s", "\u4e2d" + ch + "\u6587", "\t" + ch + "\t", "\u00a0" + ch, ch + "\u3000", "\u2028" + ch,
+            "<|im_end|>" + ch, ch + "<|im_start|>", (" " + ch) * 4, (ch + "\n") * 3, ch + "\u0301", "e" + ch + "\u0301",
+        ]
+    cases += ["\u0085\ufeff", "\ufeff\u0085", " \u0085\ufeff ", "a\u0085\ufeffb", "a\ufeff\u0085b",
+              "\ufeff\ufeff\u0085\u0085 x", "x\n\u0085\ufeff\n"]
+    rng = random.Random(85)
+    pieces = ["\u0085", "\ufeff", " ", "  ", "\n", "\r\n", "\t", "a", "Word", "1", "!", "\u4e2d", "'s", "\u00a0",
+              "<|im_end|>"]
+    for _ in range(200):
+        cases.append("".join(rng.choice(pieces) for _ in range(rng.randint(2, 10))))
+    return cases
+
+
 def mixed(english_docs, chinese_docs):
     """Long mixed documents: all edge-case features in bigger stretches (emoji ZWJ runs, NFD text, \\r\\n, digits)."""
     rng = random.Random(99)
@@ -132,10 +159,15 @@ def mixed(english_docs, chinese_docs):
 
 
 def main():
+    """usage: make_corpus.py [SET...] — writes the named sets (default: all)."""
     os.makedirs(OUT, exist_ok=True)
-    english_docs, chinese_docs = english(), chinese()
-    sets = {"english": english_docs, "chinese": chinese_docs, "code": code(), "other_scripts": other_scripts(),
-            "mixed": mixed(english_docs, chinese_docs), "edge": edge_cases()}
+    builders = {"english": english, "chinese": chinese, "code": code, "other_scripts": other_scripts,
+                "mixed": lambda: mixed(english(), chinese()), "edge": edge_cases, "nel_bom": nel_bom_cases}
+    wanted = sys.argv[1:] or list(builders)
+    unknown = [name for name in wanted if name not in builders]
+    if unknown:
+        sys.exit(f"unknown set(s) {unknown}; known: {list(builders)}")
+    sets = {name: builders[name]() for name in wanted}
     total = 0
     for name, docs in sets.items():
         with open(os.path.join(OUT, name + ".jsonl"), "w", encoding="utf-8") as f:

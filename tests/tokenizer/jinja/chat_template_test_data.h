@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -16,6 +17,11 @@ inline std::string read_text_file(const std::filesystem::path& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+// Key order matters (template contexts are rendered in insertion order), hence ordered_json.
+inline nlohmann::ordered_json read_ordered_json(const std::filesystem::path& path) {
+  return nlohmann::ordered_json::parse(read_text_file(path));
 }
 
 }  // namespace qinfer::test

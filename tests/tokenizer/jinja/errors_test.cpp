@@ -196,5 +196,24 @@ TEST(JinjaLimits, EndlessLoopsAndHugeStringsStopWithAnError) {
   EXPECT_THROW(jinja::Template::parse("{{ " + nested + "1" + std::string(5000, ')') + " }}"), Error);
 }
 
+// jinja2 would hit Python's recursion limit; qinfer's call-depth bound covers recursive loops and caller() too.
+TEST(JinjaLimits, EndlessRecursiveLoopsAndCallersStopWithAnError) {
+  const jinja::Template loop = jinja::Template::parse("{% for x in [1] recursive %}{{ loop([x]) }}{% endfor %}");
+  EXPECT_THROW(loop.render({}), Error);
+  const jinja::Template caller =
+      jinja::Template::parse("{% macro m() %}{% call m() %}{{ caller() }}{% endcall %}{% endmacro %}{{ m() }}");
+  EXPECT_THROW(caller.render({}), Error);
+}
+
+// caller() renders its block in the scope of the call statement, so (unlike jinja2) it refuses to run after it.
+TEST(JinjaErrors, CallerUsedAfterItsCallBlockNamesTheProblem) {
+  const Error e = render_error(
+      "{% set ns = namespace(c=none) %}{% macro m() %}{% set ns.c = caller %}{% endmacro %}"
+      "{% call m() %}x{% endcall %}\n{{ ns.c() }}");
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("after its call block ended"), std::string::npos) << e.what();
+}
+
 }  // namespace
 }  // namespace qinfer

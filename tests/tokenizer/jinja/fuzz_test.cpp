@@ -2,10 +2,9 @@
 // or a qinfer::Error: never a crash, a hang or another exception type.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 
+#include "chat_template_test_data.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/jinja/template.h"
 #include "util/error.h"
@@ -13,14 +12,8 @@
 namespace qinfer::jinja {
 namespace {
 
-const std::filesystem::path kDataDir = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+const std::filesystem::path& kDataDir = test::kChatTemplateDataDir;
+using test::read_text_file;
 
 constexpr const char* kFragments[] = {"{%",
                                       "%}",
@@ -79,7 +72,17 @@ constexpr const char* kFragments[] = {"{%",
                                       "%",
                                       "loop.cycle(1)",
                                       "{% break %}",
-                                      "{% continue %}"};
+                                      "{% continue %}",
+                                      " recursive %}",
+                                      "loop(messages)",
+                                      "{% call m(1) %}",
+                                      "{% call(a) m(2) %}",
+                                      "{% endcall %}",
+                                      "caller()",
+                                      "|select",
+                                      "|map('string')",
+                                      "|list",
+                                      "|first"};
 
 std::string mutate(std::string text, std::mt19937& rng) {
   const int edits = 1 + static_cast<int>(rng() % 4);
@@ -139,7 +142,7 @@ TEST(JinjaFuzz, MutatedRealTemplatesOnlyEverThrowQinferErrors) {
   int refused = 0;
   for (const char* name : {"qwen3.jinja", "qwen3_instruct_2507.jinja", "qwen3_thinking_2507.jinja", "qwen2_5.jinja",
                            "llama3_2.jinja", "llama3.jinja"}) {
-    const std::string source = read_file(kDataDir / name);
+    const std::string source = read_text_file(kDataDir / name);
     ASSERT_FALSE(source.empty()) << name;
     for (int i = 0; i < 1000; ++i) {
       const std::string mutated = mutate(source, rng);
@@ -168,7 +171,7 @@ TEST(JinjaFuzz, RealTemplatesWithRandomMessagesOnlyEverThrowQinferErrors) {
   std::mt19937 rng(7);
   for (const char* name :
        {"qwen3.jinja", "qwen3_instruct_2507.jinja", "qwen3_thinking_2507.jinja", "qwen2_5.jinja", "llama3_2.jinja"}) {
-    const ChatTemplate chat_template = ChatTemplate::from_source(read_file(kDataDir / name), "<s>", "</s>");
+    const ChatTemplate chat_template = ChatTemplate::from_source(read_text_file(kDataDir / name), "<s>", "</s>");
     for (int i = 0; i < 300; ++i) {
       ChatTemplateInputs inputs;
       inputs.messages = random_messages(rng);

@@ -17,13 +17,11 @@ const std::filesystem::path& kDataDir = test::kChatTemplateDataDir;
 
 std::string read_file(const std::filesystem::path& path) { return test::read_text_file(path); }
 
-nlohmann::ordered_json read_json(const std::filesystem::path& path) {
-  return nlohmann::ordered_json::parse(read_file(path));
-}
+using test::read_ordered_json;
 
 TEST(JinjaReference, EveryCaseMatchesTransformers) {
-  const nlohmann::ordered_json spec = read_json(kDataDir / "cases.json");
-  const nlohmann::ordered_json references = read_json(kDataDir / "references.json");
+  const nlohmann::ordered_json spec = read_ordered_json(kDataDir / "cases.json");
+  const nlohmann::ordered_json references = read_ordered_json(kDataDir / "references.json");
   ASSERT_EQ(references["engine"], "transformers");
   size_t index = 0;
   size_t compared = 0;

@@ -141,6 +141,7 @@ async function sendMessage(userText) {
   appendMessage('user').content.textContent = userText;
   const reply = appendMessage('assistant');
   reply.article.dataset.state = 'streaming';
+  reply.article.setAttribute('aria-busy', 'true');  // screen readers read the reply once, when it is complete
   const renderer = replyRenderer(reply.content);
   const controller = new AbortController();
   inFlight = controller;
@@ -179,6 +180,7 @@ async function sendMessage(userText) {
       if (!promptInput.value) promptInput.value = userText;  // easy to retry
     }
   } finally {
+    reply.article.removeAttribute('aria-busy');
     if (inFlight === controller) {
       inFlight = null;
       setBusy(false);

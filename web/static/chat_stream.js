@@ -56,12 +56,15 @@ export async function listModels(apiKey) {
 // Splits an SSE byte stream into the payloads of its `data:` lines, one string per event.
 async function* sseEvents(body) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
+  let buffer = '';  // line ends normalised to \n
+  let pendingCarriageReturn = false;  // a piece ended in \r, which may be the first half of \r\n
   try {
     while (true) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value.replace(/\r\n?/g, '\n');
+      const { value = '', done } = await reader.read();
+      let piece = pendingCarriageReturn ? `\r${value}` : value;
+      pendingCarriageReturn = !done && piece.endsWith('\r');
+      if (pendingCarriageReturn) piece = piece.slice(0, -1);
+      buffer += piece.replace(/\r\n?/g, '\n');
       let end;
       while ((end = buffer.indexOf('\n\n')) !== -1) {
         const event = buffer.slice(0, end);
@@ -70,6 +73,7 @@ async function* sseEvents(body) {
           .map((line) => line.slice(5).replace(/^ /, '')).join('\n');
         if (data) yield data;
       }
+      if (done) return;
     }
   } finally {
     reader.cancel().catch(() => {});  // the consumer stopped early ([DONE] or an error): release the connection

@@ -59,7 +59,8 @@ test('CRLF and CR framing is accepted wherever the pieces split', async () => {
   for (const lineEnd of ['\r\n', '\r']) {
     for (const chunkBytes of [1, 2, 3, 5, 1000]) {
       scriptFetch({ body: events.replaceAll('\n', lineEnd), chunkBytes });
-      assert.deepEqual((await collect()).pieces, ['a', 'b'], `line end ${JSON.stringify(lineEnd)}, ${chunkBytes} bytes`);
+      const where = `line end ${JSON.stringify(lineEnd)}, ${chunkBytes} bytes`;
+      assert.deepEqual((await collect()).pieces, ['a', 'b'], where);
     }
   }
 });
@@ -83,7 +84,8 @@ test('HTTP errors carry the OpenAI error message, the status and Retry-After', a
     error.status === 429 && error.retryAfterSeconds === 3 && error.message === 'HTTP 429: queue full');
   scriptFetch({ status: 502, body: 'Bad gateway from the proxy', chunkBytes: 1000 });
   await assert.rejects(listModels(''), (error) =>
-    error.status === 502 && error.retryAfterSeconds === null && error.message === 'HTTP 502: Bad gateway from the proxy');
+    error.status === 502 && error.retryAfterSeconds === null &&
+    error.message === 'HTTP 502: Bad gateway from the proxy');
 });
 
 test('no answer at all is a network error; an abort stays an AbortError', async () => {

@@ -20,8 +20,9 @@ const renderFence = markdown.renderer.rules.fence;
 markdown.renderer.rules.fence = (tokens, index, options, env, self) => {
   const language = tokens[index].info.trim().split(/\s+/)[0] ?? '';
   const label = markdown.utils.escapeHtml(language || 'text');
+  const code = renderFence(tokens, index, options, env, self);
   return `<div class="code-block"><div class="code-head"><span>${label}</span>` +
-    `<button type="button" class="copy-code">Copy</button></div>${renderFence(tokens, index, options, env, self)}</div>`;
+    `<button type="button" class="copy-code">Copy</button></div>${code}</div>`;
 };
 
 export function renderMarkdown(text) {

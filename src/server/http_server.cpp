@@ -48,6 +48,9 @@ RouteHandler with_model(Handler handler) {
 
 // The route table: every endpoint the server answers.
 std::vector<Route> routes() {
+  // The chat page and its files (public: the page asks for the API key itself).
+  const RouteHandler web_page = [](ServerState&, const ModelRuntime*, const httplib::Request& request,
+                                   httplib::Response& response) { handle_web_asset(request, response); };
   return {
       {"GET", "/health", Access::kPublic, false,
        [](ServerState& state, const ModelRuntime* runtime, const httplib::Request&, httplib::Response& response) {
@@ -57,6 +60,8 @@ std::vector<Route> routes() {
        [](ServerState& state, const ModelRuntime* runtime, const httplib::Request&, httplib::Response& response) {
          handle_metrics(state, runtime, response);
        }},
+      {"GET", "/", Access::kPublic, false, web_page},
+      {"GET", R"(/static/.+)", Access::kPublic, false, web_page},
       {"GET", "/v1/models", Access::kApiKey, true, with_model(handle_models)},
       {"GET", R"(/v1/models/([^/]+))", Access::kApiKey, true, with_model(handle_models)},
       {"POST", "/v1/chat/completions", Access::kApiKey, true,

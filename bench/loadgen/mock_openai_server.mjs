@@ -32,7 +32,9 @@ function stream(req, res, body) {
     }
     sent++;
     res.write(event);
-    if (intervalMs > 0) setTimeout(next, intervalMs); else setImmediate(next);
+    if (sent === total) next();
+    else if (intervalMs > 0) setTimeout(next, intervalMs);
+    else setImmediate(next);
   };
   next();
 }

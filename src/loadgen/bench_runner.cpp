@@ -31,8 +31,8 @@ std::string utc_now_iso8601() {
   return text;
 }
 
-std::string first_model_id(const std::string& base_url, const std::string& api_key) {
-  const HttpResponse response = http_get(base_url + "/v1/models", api_key, 30);
+std::string first_model_id(const CurlApi& curl, const std::string& base_url, const std::string& api_key) {
+  const HttpResponse response = http_get(curl, base_url + "/v1/models", api_key, 30);
   const std::string where = "GET " + base_url + "/v1/models";
   if (!response.error.empty())
     throw Error(ErrorKind::kUnavailable, where + ": " + response.error + " (is the server running? or pass --model)");
@@ -89,7 +89,7 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
   report.label = o.label;
   report.url = base;
   report.endpoint = o.chat ? "/v1/chat/completions" : "/v1/completions";
-  report.model = o.model.empty() ? first_model_id(base, o.api_key) : o.model;
+  report.model = o.model.empty() ? first_model_id(curl.api(), base, o.api_key) : o.model;
   report.dataset = o.dataset;
   report.input_len = o.input_len;
   report.output_len = o.output_len;
@@ -100,8 +100,9 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
   std::optional<Tokenizer> tokenizer;
   if (!o.tokenizer_dir.empty() && o.dataset == "random") tokenizer = Tokenizer::from_model_dir(o.tokenizer_dir);
   const RequestShape shape{.model = report.model, .chat = o.chat, .output_len = o.output_len};
-  StreamClient client(StreamTarget{
-      .url = base + report.endpoint, .api_key = o.api_key, .request_timeout_seconds = o.request_timeout_seconds});
+  StreamClient client(curl.api(), StreamTarget{.url = base + report.endpoint,
+                                               .api_key = o.api_key,
+                                               .request_timeout_seconds = o.request_timeout_seconds});
 
   const size_t num_levels = o.concurrencies.empty() ? o.request_rates.size() : o.concurrencies.size();
   for (size_t i = 0; i < num_levels; ++i) {
@@ -120,7 +121,7 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
       if (o.max_concurrency > 0) key.concurrency = o.max_concurrency;
     }
     const std::string name = level_name(key);
-    GpuSampler sampler(base + "/metrics", o.api_key, o.metrics_interval_seconds);
+    GpuSampler sampler(curl.api(), base + "/metrics", o.api_key, o.metrics_interval_seconds);
     const LoadRun run =
         client.run(bodies, schedule, [&](const LoadProgress& p) { progress.update(name, o.num_prompts, p); });
     LevelResult level = level_result(run, prompts);

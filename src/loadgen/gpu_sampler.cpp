@@ -33,8 +33,8 @@ GpuSummary summarize_gpu(const std::vector<GpuReading>& readings, int samples) {
   return summary;
 }
 
-GpuSampler::GpuSampler(std::string metrics_url, std::string api_key, double interval_seconds)
-    : url_(std::move(metrics_url)), api_key_(std::move(api_key)), interval_seconds_(interval_seconds) {
+GpuSampler::GpuSampler(const CurlApi& curl, std::string metrics_url, std::string api_key, double interval_seconds)
+    : curl_(curl), url_(std::move(metrics_url)), api_key_(std::move(api_key)), interval_seconds_(interval_seconds) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -56,7 +56,7 @@ void GpuSampler::run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     lock.unlock();
-    const HttpResponse response = http_get(url_, api_key_, std::max(1.0, interval_seconds_ * 4));
+    const HttpResponse response = http_get(curl_, url_, api_key_, std::max(1.0, interval_seconds_ * 4));
     lock.lock();
     if (response.status == 200) {
       ++samples_;

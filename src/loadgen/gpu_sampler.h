@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "loadgen/curl_api.h"
 #include "loadgen/prometheus_text.h"
 
 namespace qinfer::loadgen {
@@ -28,7 +29,7 @@ GpuSummary summarize_gpu(const std::vector<GpuReading>& readings, int samples);
 class GpuSampler {
  public:
   // metrics_url: the full URL of /metrics. Starts sampling at once (first sample immediately).
-  GpuSampler(std::string metrics_url, std::string api_key, double interval_seconds);
+  GpuSampler(const CurlApi& curl, std::string metrics_url, std::string api_key, double interval_seconds);
   ~GpuSampler();
   GpuSampler(const GpuSampler&) = delete;
   GpuSampler& operator=(const GpuSampler&) = delete;
@@ -39,6 +40,7 @@ class GpuSampler {
  private:
   void run();
 
+  const CurlApi& curl_;
   std::string url_;
   std::string api_key_;
   double interval_seconds_;

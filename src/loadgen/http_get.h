@@ -1,19 +1,12 @@
 // One blocking HTTP GET through a libcurl easy handle: for GET /v1/models and the /metrics sampler, not for the
-// measured streams (those go through StreamClient's event loop). curl_global_init must have run (CurlSession).
+// measured streams (those go through StreamClient's event loop).
 #pragma once
 
 #include <string>
 
-namespace qinfer::loadgen {
+#include "loadgen/curl_api.h"
 
-// Owns libcurl's process-wide initialisation; create one before any other thread uses curl.
-class CurlSession {
- public:
-  CurlSession();
-  ~CurlSession();
-  CurlSession(const CurlSession&) = delete;
-  CurlSession& operator=(const CurlSession&) = delete;
-};
+namespace qinfer::loadgen {
 
 struct HttpResponse {
   long status = 0;  // HTTP status; 0 when no response came
@@ -22,6 +15,6 @@ struct HttpResponse {
 };
 
 // api_key: sent as `Authorization: Bearer KEY` when not empty.
-HttpResponse http_get(const std::string& url, const std::string& api_key, double timeout_seconds);
+HttpResponse http_get(const CurlApi& curl, const std::string& url, const std::string& api_key, double timeout_seconds);
 
 }  // namespace qinfer::loadgen

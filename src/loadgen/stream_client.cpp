@@ -1,6 +1,5 @@
 #include "loadgen/stream_client.h"
 
-#include <curl/curl.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -62,6 +61,7 @@ std::string error_kind_of(CURLcode code) {
 
 // One request in flight: its easy handle, its SSE reader and what has been measured so far.
 struct Transfer {
+  const CurlApi* curl = nullptr;
   CURL* easy = nullptr;
   size_t index = 0;
   Clock::time_point sent;
@@ -94,7 +94,7 @@ struct Transfer {
 size_t on_write(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t bytes = size * count;
-  if (t->status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
+  if (t->status == 0) t->curl->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->status);
   if (t->status != 200) {
     t->error_body.append(data,
                          std::min(bytes, kMaxErrorBodyBytes - std::min(kMaxErrorBodyBytes, t->error_body.size())));
@@ -110,22 +110,23 @@ size_t on_write(char* data, size_t size, size_t count, void* user) {
 
 // The multi handle, its epoll set and the timer libcurl asks for.
 struct StreamClient::Loop {
+  const CurlApi& curl;
   CURLM* multi = nullptr;
   int epoll_fd = -1;
   std::optional<Clock::time_point> timer_deadline;
 
-  Loop() {
-    multi = curl_multi_init();
+  explicit Loop(const CurlApi& api) : curl(api) {
+    multi = curl.multi_init();
     QINFER_CHECK(multi != nullptr, "curl_multi_init failed");
     epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd < 0) throw Error(ErrorKind::kInternal, std::string("epoll_create1: ") + std::strerror(errno));
-    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
-    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    curl.multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl.multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+    curl.multi_setopt(multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl.multi_setopt(multi, CURLMOPT_TIMERDATA, this);
   }
   ~Loop() {
-    curl_multi_cleanup(multi);
+    curl.multi_cleanup(multi);
     close(epoll_fd);
   }
 
@@ -155,11 +156,12 @@ struct StreamClient::Loop {
 
   void socket_action(curl_socket_t socket, int flags) {
     int running = 0;
-    curl_multi_socket_action(multi, socket, flags, &running);
+    curl.multi_socket_action(multi, socket, flags, &running);
   }
 };
 
-StreamClient::StreamClient(StreamTarget target) : target_(std::move(target)), loop_(std::make_unique<Loop>()) {}
+StreamClient::StreamClient(const CurlApi& curl, StreamTarget target)
+    : curl_(curl), target_(std::move(target)), loop_(std::make_unique<Loop>(curl)) {}
 
 StreamClient::~StreamClient() = default;
 
@@ -167,12 +169,12 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
                           const std::function<void(const LoadProgress&)>& on_progress) {
   QINFER_CHECK(schedule.arrivals_s.empty() || schedule.arrivals_s.size() == bodies.size(), "one arrival per body");
   curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Content-Type: application/json");
-  headers = curl_slist_append(headers, "Accept: text/event-stream");
-  headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip before large bodies
+  headers = curl_.slist_append(headers, "Content-Type: application/json");
+  headers = curl_.slist_append(headers, "Accept: text/event-stream");
+  headers = curl_.slist_append(headers, "Expect:");  // no 100-continue round trip before large bodies
   if (!target_.api_key.empty())
-    headers = curl_slist_append(headers, ("Authorization: Bearer " + target_.api_key).c_str());
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers_owner(headers, curl_slist_free_all);
+    headers = curl_.slist_append(headers, ("Authorization: Bearer " + target_.api_key).c_str());
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers_owner(headers, curl_.slist_free_all);
 
   ensure_open_file_limit(schedule.max_in_flight > 0 ? static_cast<size_t>(schedule.max_in_flight) : bodies.size());
   LoadRun result;
@@ -188,23 +190,24 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
   const auto since_start = [&start](Clock::time_point t) { return std::chrono::duration<double>(t - start).count(); };
   const auto start_transfer = [&](size_t i) {
     auto t = std::make_unique<Transfer>();
-    t->easy = curl_easy_init();
+    t->curl = &curl_;
+    t->easy = curl_.easy_init();
     QINFER_CHECK(t->easy != nullptr, "curl_easy_init failed");
     t->index = i;
     t->progress = &progress;
     CURL* e = t->easy;
-    curl_easy_setopt(e, CURLOPT_URL, target_.url.c_str());
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, bodies[i].data());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(bodies[i].size()));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(target_.request_timeout_seconds * 1000));
+    curl_.easy_setopt(e, CURLOPT_URL, target_.url.c_str());
+    curl_.easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+    curl_.easy_setopt(e, CURLOPT_POSTFIELDS, bodies[i].data());
+    curl_.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(bodies[i].size()));
+    curl_.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_.easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_.easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_.easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(target_.request_timeout_seconds * 1000));
     t->sent = Clock::now();
     t->record.start_s = since_start(t->sent);
-    curl_multi_add_handle(loop_->multi, e);
+    curl_.multi_add_handle(loop_->multi, e);
     transfers[i] = std::move(t);
     ++in_flight;
     ++progress.started;
@@ -212,13 +215,13 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
   };
   const auto finish_transfer = [&](CURL* easy, CURLcode code) {
     Transfer* t = nullptr;
-    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &t);
-    if (t->status == 0) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->status);
+    curl_.easy_getinfo(easy, CURLINFO_PRIVATE, &t);
+    if (t->status == 0) curl_.easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->status);
     RequestRecord& r = t->record;
     r.latency_s = std::chrono::duration<double>(Clock::now() - t->sent).count();
     if (code != CURLE_OK) {
       r.error_kind = error_kind_of(code);
-      r.error_message = curl_easy_strerror(code);
+      r.error_message = curl_.easy_strerror(code);
     } else if (t->status != 200) {
       r.error_kind = "http_" + std::to_string(t->status);
       r.error_message = t->error_body;
@@ -226,8 +229,8 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
       r.error_kind = kErrorDisconnect;
       r.error_message = t->sse.has_partial_event() ? "stream ended inside an event" : "stream ended before [DONE]";
     }
-    curl_multi_remove_handle(loop_->multi, easy);
-    curl_easy_cleanup(easy);
+    curl_.multi_remove_handle(loop_->multi, easy);
+    curl_.easy_cleanup(easy);
     if (!r.ok()) ++progress.failed;
     ++progress.finished;
     --in_flight;
@@ -266,7 +269,7 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
       loop_->socket_action(CURL_SOCKET_TIMEOUT, 0);
     }
     int queued = 0;
-    while (CURLMsg* message = curl_multi_info_read(loop_->multi, &queued))
+    while (CURLMsg* message = curl_.multi_info_read(loop_->multi, &queued))
       if (message->msg == CURLMSG_DONE) finish_transfer(message->easy_handle, message->data.result);
 
     now = Clock::now();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "loadgen/curl_api.h"
 #include "loadgen/request_record.h"
 
 namespace qinfer::loadgen {
@@ -42,7 +43,8 @@ struct LoadRun {
 
 class StreamClient {
  public:
-  explicit StreamClient(StreamTarget target);
+  // `curl` must outlive the client.
+  StreamClient(const CurlApi& curl, StreamTarget target);
   ~StreamClient();
   StreamClient(const StreamClient&) = delete;
   StreamClient& operator=(const StreamClient&) = delete;
@@ -55,6 +57,7 @@ class StreamClient {
   struct Loop;
 
  private:
+  const CurlApi& curl_;
   StreamTarget target_;
   std::unique_ptr<Loop> loop_;
 };

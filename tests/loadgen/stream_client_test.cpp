@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "loadgen/http_get.h"
+#include "loadgen/curl_api.h"
 
 namespace qinfer::loadgen {
 namespace {
@@ -78,7 +78,7 @@ class StreamClientTest : public ::testing::Test {
 };
 
 TEST_F(StreamClientTest, MeasuresStreamsAndClassifiesErrors) {
-  StreamClient client(StreamTarget{.url = server_.url(), .api_key = "k", .request_timeout_seconds = 0.5});
+  StreamClient client(curl_.api(), StreamTarget{.url = server_.url(), .api_key = "k", .request_timeout_seconds = 0.5});
   const std::vector<std::string> bodies = {body("ok"),    body("http503"),      body("truncate"),
                                            body("abort"), body("stream_error"), body("hang")};
   int progress_calls = 0;
@@ -103,7 +103,7 @@ TEST_F(StreamClientTest, MeasuresStreamsAndClassifiesErrors) {
 }
 
 TEST_F(StreamClientTest, ConcurrencyCapAndArrivals) {
-  StreamClient client(StreamTarget{.url = server_.url(), .api_key = "", .request_timeout_seconds = 10});
+  StreamClient client(curl_.api(), StreamTarget{.url = server_.url(), .api_key = "", .request_timeout_seconds = 10});
   const std::vector<std::string> bodies(12, body("ok"));
   const LoadRun capped = client.run(bodies, LoadSchedule{.max_in_flight = 3, .arrivals_s = {}}, nullptr);
   EXPECT_EQ(capped.peak_in_flight, 3);
@@ -128,9 +128,9 @@ TEST(StreamClient, ConnectErrorWhenNothingListens) {
   ASSERT_EQ(getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length), 0);
   const int port = ntohs(address.sin_port);
   close(probe);
-  StreamClient client(StreamTarget{.url = "http://127.0.0.1:" + std::to_string(port) + "/v1/completions",
-                                   .api_key = "",
-                                   .request_timeout_seconds = 10});
+  StreamClient client(curl.api(), StreamTarget{.url = "http://127.0.0.1:" + std::to_string(port) + "/v1/completions",
+                                               .api_key = "",
+                                               .request_timeout_seconds = 10});
   const LoadRun run = client.run({body("ok")}, LoadSchedule{}, nullptr);
   EXPECT_EQ(run.records[0].error_kind, kErrorConnect);
 }

@@ -1,6 +1,7 @@
 // qinfer bench: `bench` is a parent command. `latency` (here) runs fixed-shape batches through the backend (prefill,
 // then greedy decode) and reports speed against the measured H200 copy bandwidth; `throughput` (cmd_bench_throughput
-// .cpp) runs requests through the engine. Further subcommands register on the `bench` sub-app in register_bench().
+// .cpp) runs requests through the engine; `serve` (cmd_bench_serve.cpp) loads a running server over HTTP. Further
+// subcommands register on the `bench` sub-app in register_bench().
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -223,6 +224,7 @@ void register_bench(CLI::App& app) {
   bench->require_subcommand(1);
   register_bench_latency(*bench);
   register_bench_throughput(*bench);
+  register_bench_serve(*bench);
 }
 
 }  // namespace qinfer::cli

@@ -12,5 +12,7 @@ void register_make_test_model(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_bench(CLI::App& app);
 void register_serve(CLI::App& app);
+// `bench serve` (cmd_bench_serve.cpp), added to the `bench` sub-app by register_bench.
+void register_bench_serve(CLI::App& bench);
 
 }  // namespace qinfer::cli

@@ -1,0 +1,59 @@
+// The results of `qinfer bench serve`: one BenchReport per run (a label), one LevelResult per load level of the sweep.
+// Its JSON form is documented in docs/BENCH_SERVE.md; report_json.h reads and writes it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loadgen/gpu_sampler.h"
+#include "loadgen/percentiles.h"
+
+namespace qinfer::loadgen {
+
+struct LevelResult {
+  std::optional<int> concurrency;      // requests in flight at most (null: no cap, with a request rate)
+  std::optional<double> request_rate;  // Poisson arrivals per second (null: all at once, capped by concurrency)
+  int num_requests = 0;
+  int completed = 0;
+  int failed = 0;
+  double duration_s = 0;
+  double request_throughput = 0;      // completed requests per second
+  double output_throughput = 0;       // output tokens of completed requests per second
+  double total_token_throughput = 0;  // (input + output) tokens of completed requests per second
+  long total_input_tokens = 0;
+  long total_output_tokens = 0;
+  std::optional<Distribution> ttft_ms;  // time to first token
+  std::optional<Distribution> tpot_ms;  // time per output token after the first: (e2e - ttft) / (output tokens - 1)
+  std::optional<Distribution> itl_ms;   // gaps between consecutive stream events that carried text
+  std::optional<Distribution> e2e_ms;   // end-to-end latency
+  std::map<std::string, int> errors;    // kind → count
+  std::map<std::string, std::string> error_samples;  // kind → the first message seen
+  GpuSummary gpu;
+  int peak_in_flight = 0;
+  double client_cpu_seconds = 0;  // CPU time of the load generator's event-loop thread
+};
+
+struct BenchReport {
+  std::string label;
+  std::string url;
+  std::string endpoint;  // /v1/completions or /v1/chat/completions
+  std::string model;
+  std::string dataset;  // "random" or the JSONL path
+  int input_len = 0;
+  int output_len = 0;
+  int num_prompts = 0;
+  uint64_t seed = 0;
+  std::string started_at;  // UTC, ISO 8601
+  std::vector<LevelResult> levels;
+};
+
+// The largest concurrency level that finished without errors; nullopt if none did (or no level has a concurrency).
+std::optional<int> max_concurrency_without_errors(const BenchReport& report);
+
+// "c=8", "rate=4/s", "rate=4/s c<=16": how a level is named in tables and progress lines.
+std::string level_name(const LevelResult& level);
+
+}  // namespace qinfer::loadgen

@@ -1,0 +1,139 @@
+// StreamClient against an in-process cpp-httplib server that streams, fails and hangs on purpose: token events and
+// usage are measured, every error kind is classified, the concurrency cap and arrival times hold.
+#include "loadgen/stream_client.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "loadgen/curl_api.h"
+
+namespace qinfer::loadgen {
+namespace {
+
+constexpr int kTokens = 5;
+
+// Serves /v1/completions; the prompt picks the behaviour.
+class FakeServer {
+ public:
+  FakeServer() {
+    server_.Post("/v1/completions", [](const httplib::Request& request, httplib::Response& response) {
+      const std::string prompt = nlohmann::json::parse(request.body).at("prompt");
+      if (prompt == "http503") {
+        response.status = 503;
+        response.set_content(R"({"error":{"message":"busy"}})", "application/json");
+        return;
+      }
+      response.set_chunked_content_provider("text/event-stream", [prompt](size_t, httplib::DataSink& sink) {
+        if (prompt == "hang") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        const std::string token = "data: {\"choices\":[{\"text\":\"t\"}]}\n\n";
+        if (prompt == "stream_error") {
+          const std::string error = "data: {\"error\":{\"message\":\"engine died\"}}\n\ndata: [DONE]\n\n";
+          sink.write(error.data(), error.size());
+          sink.done();
+          return true;
+        }
+        const int tokens = prompt == "ok" ? kTokens : 2;
+        for (int i = 0; i < tokens; ++i) {
+          sink.write(token.data(), token.size());
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        if (prompt == "abort") return false;  // the connection is dropped without the final chunk
+        if (prompt == "ok") {
+          const std::string end =
+              "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n";
+          sink.write(end.data(), end.size());
+        }
+        sink.done();
+        return true;
+      });
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/completions"; }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+std::string body(const std::string& prompt) { return nlohmann::json{{"prompt", prompt}}.dump(); }
+
+class StreamClientTest : public ::testing::Test {
+ protected:
+  CurlSession curl_;
+  FakeServer server_;
+};
+
+TEST_F(StreamClientTest, MeasuresStreamsAndClassifiesErrors) {
+  StreamClient client(curl_.api(), StreamTarget{.url = server_.url(), .api_key = "k", .request_timeout_seconds = 0.5});
+  const std::vector<std::string> bodies = {body("ok"),    body("http503"),      body("truncate"),
+                                           body("abort"), body("stream_error"), body("hang")};
+  int progress_calls = 0;
+  const LoadRun run = client.run(bodies, LoadSchedule{}, [&](const LoadProgress&) { ++progress_calls; });
+  ASSERT_EQ(run.records.size(), bodies.size());
+  const RequestRecord& ok = run.records[0];
+  EXPECT_TRUE(ok.ok()) << ok.error_kind << ": " << ok.error_message;
+  EXPECT_EQ(ok.text_arrivals_s.size(), static_cast<size_t>(kTokens));
+  EXPECT_EQ(ok.usage_completion_tokens, kTokens);
+  EXPECT_EQ(ok.usage_prompt_tokens, 3);
+  EXPECT_GT(ok.text_arrivals_s.front(), 0);
+  EXPECT_GE(ok.latency_s, ok.text_arrivals_s.back());
+  EXPECT_EQ(run.records[1].error_kind, "http_503");
+  EXPECT_NE(run.records[1].error_message.find("busy"), std::string::npos);
+  EXPECT_EQ(run.records[2].error_kind, kErrorDisconnect);
+  EXPECT_EQ(run.records[3].error_kind, kErrorDisconnect);
+  EXPECT_EQ(run.records[4].error_kind, kErrorStream);
+  EXPECT_NE(run.records[4].error_message.find("engine died"), std::string::npos);
+  EXPECT_EQ(run.records[5].error_kind, kErrorTimeout);
+  EXPECT_EQ(run.peak_in_flight, 6);
+  EXPECT_GE(progress_calls, 1);
+}
+
+TEST_F(StreamClientTest, ConcurrencyCapAndArrivals) {
+  StreamClient client(curl_.api(), StreamTarget{.url = server_.url(), .api_key = "", .request_timeout_seconds = 10});
+  const std::vector<std::string> bodies(12, body("ok"));
+  const LoadRun capped = client.run(bodies, LoadSchedule{.max_in_flight = 3, .arrivals_s = {}}, nullptr);
+  EXPECT_EQ(capped.peak_in_flight, 3);
+  for (const RequestRecord& r : capped.records) EXPECT_TRUE(r.ok()) << r.error_kind << ": " << r.error_message;
+
+  const std::vector<double> arrivals = {0, 0.05, 0.1, 0.15};
+  const LoadRun paced = client.run(std::vector<std::string>(4, body("ok")),
+                                   LoadSchedule{.max_in_flight = 0, .arrivals_s = arrivals}, nullptr);
+  for (size_t i = 0; i < arrivals.size(); ++i) EXPECT_GE(paced.records[i].start_s, arrivals[i]);
+  EXPECT_GE(paced.duration_s, 0.15);
+}
+
+TEST(StreamClient, ConnectErrorWhenNothingListens) {
+  CurlSession curl;
+  // A port that was free a moment ago and has no listener: bound without listen(), then closed.
+  const int probe = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(getsockname(probe, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int port = ntohs(address.sin_port);
+  close(probe);
+  StreamClient client(curl.api(), StreamTarget{.url = "http://127.0.0.1:" + std::to_string(port) + "/v1/completions",
+                                               .api_key = "",
+                                               .request_timeout_seconds = 10});
+  const LoadRun run = client.run({body("ok")}, LoadSchedule{}, nullptr);
+  EXPECT_EQ(run.records[0].error_kind, kErrorConnect);
+}
+
+}  // namespace
+}  // namespace qinfer::loadgen

@@ -316,33 +316,48 @@ class Bench {
 }  // namespace
 }  // namespace qinfer::cuda::bench
 
-int main() {
+// Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
+// small_ops, sampling); the copy ceiling always runs first.
+int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
+  const std::string only = argc > 1 ? argv[1] : "";
+  const auto wants = [&](const char* group) { return only.empty() || only == group; };
   Bench bench;
   bench.copy_ceiling();
-  const std::vector<int> decode_rows = {1, 2, 4, 8, 16};
-  bench.linear("qkv", 6144, 2560, decode_rows);
-  bench.linear("o_proj", 2560, 4096, decode_rows);
-  bench.linear("gate_up", 2 * 9728, 2560, decode_rows);
-  bench.linear("down", 2560, 9728, decode_rows);
-  bench.linear("lm_head", 151936, 2560, {1, 16});
-  bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
-  bench.prefill_gemm("gate_up", 8192, 2 * 9728, 2560);
-  bench.prefill_gemm("down", 8192, 2560, 9728);
-  bench.prefill_gemm("qkv", 1024, 6144, 2560);
-  bench.decode_attention(1, 1024);
-  bench.decode_attention(1, 8192);
-  bench.decode_attention(64, 1024);
-  bench.decode_attention(64, 8192);
-  bench.decode_attention(16, 32768);
-  bench.prefill_attention(1024);
-  bench.prefill_attention(8192);
-  bench.prefill_attention(32768);
-  bench.decode_small_ops();
-  bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
-  bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);
-  bench.sampling("T 1, top-p 0.9", 1, 1.0f, 0, 0.9f);
-  bench.sampling("greedy", 64, 0.0f, 0, 1.0f);
+  if (wants("linear")) {
+    const std::vector<int> decode_rows = {1, 2, 4, 8, 16};
+    bench.linear("qkv", 6144, 2560, decode_rows);
+    bench.linear("o_proj", 2560, 4096, decode_rows);
+    bench.linear("gate_up", 2 * 9728, 2560, decode_rows);
+    bench.linear("down", 2560, 9728, decode_rows);
+    bench.linear("lm_head", 151936, 2560, {1, 16});
+    bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
+  }
+  if (wants("gemm")) {
+    bench.prefill_gemm("gate_up", 8192, 2 * 9728, 2560);
+    bench.prefill_gemm("down", 8192, 2560, 9728);
+    bench.prefill_gemm("qkv", 1024, 6144, 2560);
+  }
+  if (wants("decode_attention")) {
+    bench.decode_attention(1, 1024);
+    bench.decode_attention(1, 8192);
+    bench.decode_attention(64, 1024);
+    bench.decode_attention(64, 8192);
+    bench.decode_attention(16, 32768);
+    bench.decode_attention(256, 1536);
+  }
+  if (wants("prefill_attention")) {
+    bench.prefill_attention(1024);
+    bench.prefill_attention(8192);
+    bench.prefill_attention(32768);
+  }
+  if (wants("small_ops")) bench.decode_small_ops();
+  if (wants("sampling")) {
+    bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
+    bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);
+    bench.sampling("T 1, top-p 0.9", 1, 1.0f, 0, 0.9f);
+    bench.sampling("greedy", 64, 0.0f, 0, 1.0f);
+  }
   bench.summary();
   return 0;
 }

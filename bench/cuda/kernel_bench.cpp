@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -106,12 +107,13 @@ class Bench {
            t, 2.0 * m * n * k, false);
   }
 
-  // A paged KV pool of `tokens` tokens with scattered block tables for `sequences` sequences of `context` tokens.
+  // A paged KV pool for `sequences` sequences of `context` tokens; block tables scattered over the pool, or in pool
+  // order (each sequence's K and V one contiguous run per KV head block).
   struct Pool {
     DeviceBuffer k, v, tables;
     int stride = 0;
   };
-  Pool make_pool(int sequences, int context) {
+  Pool make_pool(int sequences, int context, bool scattered = true) {
     constexpr int kBlock = 16;
     Pool pool;
     pool.stride = (context + kBlock - 1) / kBlock;
@@ -123,7 +125,7 @@ class Bench {
     fill_random_bf16(pool.v.as<__nv_bfloat16>(), elements, 12, 1.0f, stream_);
     // Scatter: block i of the pool order goes to (i * odd) mod num_blocks, a permutation when num_blocks is coprime.
     std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
-    int64_t multiplier = 7919;
+    int64_t multiplier = scattered ? 7919 : 1;
     while (std::gcd(multiplier, static_cast<int64_t>(num_blocks)) != 1) multiplier += 2;
     for (int i = 0; i < num_blocks; ++i)
       tables[static_cast<size_t>(i)] = static_cast<int32_t>(i * multiplier % num_blocks);
@@ -132,8 +134,10 @@ class Bench {
     return pool;
   }
 
-  void decode_attention(int sequences, int context) {
-    Pool pool = make_pool(sequences, context);
+  // merge_in_kernel: splits merged by the last block of each (sequence, KV head) through arrival counters, as the
+  // backend runs it; otherwise by the second kernel.
+  void decode_attention(int sequences, int context, bool merge_in_kernel = true, bool scattered = true) {
+    Pool pool = make_pool(sequences, context, scattered);
     DeviceBuffer q(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench q"),
         out(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench out");
     fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(sequences) * kHeads * kHeadDim, 5, 1.0f, stream_);
@@ -143,7 +147,9 @@ class Bench {
     CUDA_CHECK(cudaMemcpy(drows.data(), rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(dlens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
     const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(sequences, num_sms()));
-    DeviceBuffer split_out(split_rows * kHeads * kHeadDim * 4, "bench"), split_lse(split_rows * kHeads * 4, "bench");
+    DeviceBuffer split_out(split_rows * kHeads * kHeadDim * 4, "bench"), split_lse(split_rows * kHeads * 4, "bench"),
+        counters(static_cast<size_t>(sequences) * kKvHeads * 4, "bench");
+    CUDA_CHECK(cudaMemset(counters.data(), 0, static_cast<size_t>(sequences) * kKvHeads * 4));
     DecodeAttentionParams p;
     p.q = q.as<__nv_bfloat16>();
     p.k_cache = pool.k.as<__nv_bfloat16>();
@@ -155,6 +161,7 @@ class Bench {
     p.out = out.as<__nv_bfloat16>();
     p.split_out = split_out.as<float>();
     p.split_lse = split_lse.as<float>();
+    p.split_counters = merge_in_kernel ? counters.as<uint32_t>() : nullptr;
     p.block_table_stride = pool.stride;
     p.num_decode = sequences;
     p.num_heads = kHeads;
@@ -166,8 +173,11 @@ class Bench {
     const double t = time_per_call([&](int) { launch_decode_attention(p, stream_); }, 20, stream_);
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
     record("decode attention",
-           std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx (" + std::to_string(p.num_splits) +
-               " splits)",
+           std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
+               (scattered ? "" : ", blocks in order") + " (" + std::to_string(p.num_splits) +
+               (p.num_splits == 1 ? " split)"
+                : merge_in_kernel ? " splits, merged in kernel)"
+                                  : " splits, merge kernel)"),
            t, bytes, true);
   }
 
@@ -323,14 +333,15 @@ class Bench {
 }  // namespace
 }  // namespace qinfer::cuda::bench
 
-// Usage: cuda_kernel_bench [group]: with a group (copy, linear, gemm, decode-attention, prefill-attention, small-ops,
-// sampling), only that group runs.
+// Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
+// small_ops, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that one case
+// (for profilers).
 int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";
   const auto wants = [&](const char* group) { return only.empty() || only == group; };
   Bench bench;
-  if (wants("copy")) bench.copy_ceiling();
+  bench.copy_ceiling();
   if (wants("linear")) {
     const std::vector<int> decode_rows = {1, 2, 4, 8, 16};
     bench.linear("qkv", 6144, 2560, decode_rows);
@@ -345,19 +356,24 @@ int main(int argc, char** argv) {
     bench.prefill_gemm("down", 8192, 2560, 9728);
     bench.prefill_gemm("qkv", 1024, 6144, 2560);
   }
-  if (wants("decode-attention")) {
+  if (only == "decode_attention" && argc == 4) {
+    bench.decode_attention(std::atoi(argv[2]), std::atoi(argv[3]));
+  } else if (wants("decode_attention")) {
     bench.decode_attention(1, 1024);
     bench.decode_attention(1, 8192);
+    bench.decode_attention(1, 8192, false);
     bench.decode_attention(64, 1024);
     bench.decode_attention(64, 8192);
+    bench.decode_attention(64, 8192, true, false);
     bench.decode_attention(16, 32768);
+    bench.decode_attention(256, 1536);
   }
-  if (wants("prefill-attention")) {
+  if (wants("prefill_attention")) {
     bench.prefill_attention(1024);
     bench.prefill_attention(8192);
     bench.prefill_attention(32768);
   }
-  if (wants("small-ops")) bench.decode_small_ops();
+  if (wants("small_ops")) bench.decode_small_ops();
   if (wants("sampling")) {
     bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
     bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);

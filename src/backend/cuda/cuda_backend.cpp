@@ -247,6 +247,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   decode.out = w.attention.as<bf16>();
   decode.split_out = w.split_out.as<float>();
   decode.split_lse = w.split_lse.as<float>();
+  decode.split_counters = w.split_counters.as<uint32_t>();
   decode.block_table_stride = plan.block_table_stride;
   decode.num_decode = static_cast<int>(plan.decode_q_rows.size());
   decode.num_heads = c.num_heads;

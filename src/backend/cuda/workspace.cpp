@@ -1,5 +1,6 @@
 #include "backend/cuda/workspace.h"
 
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/sampling.h"
 
@@ -33,6 +34,8 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& limits) {
   split_out = make(static_cast<size_t>(max_split_rows) * q_width * 4, "decode attention partials");
   split_lse =
       make(static_cast<size_t>(max_split_rows) * static_cast<size_t>(c.num_heads) * 4, "decode attention partials");
+  split_counters = make(sequences * static_cast<size_t>(c.num_kv_heads) * 4, "decode attention split counters");
+  CUDA_CHECK(cudaMemset(split_counters.data(), 0, split_counters.bytes()));  // every launch leaves them at zero
   results = make(sequences * sizeof(SampledToken), "sampling results");
   host_results = PinnedBuffer(sequences * sizeof(SampledToken), "sampling results");
 }

@@ -27,6 +27,7 @@ struct Workspace {
   DeviceBuffer logits;        // [max_sequences, vocab] fp32
   DeviceBuffer sample_work;   // [max_sequences, vocab] fp32
   DeviceBuffer sample_probs;  // [max_sequences, vocab] fp32
+  DeviceBuffer split_counters;  // [max_sequences, num_kv_heads] uint32: decode attention's split arrivals
   DeviceBuffer sample_stats;  // [max_sequences, sampling_chunks(vocab)] LogitsChunkStats
   DeviceBuffer split_out;     // [max_split_rows, num_heads, head_dim] fp32, decode attention partials
   DeviceBuffer split_lse;     // [max_split_rows, num_heads] fp32

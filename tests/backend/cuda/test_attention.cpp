@@ -20,7 +20,8 @@ struct AttentionShape {
   int head_dim, num_heads, num_kv_heads;
 };
 
-// A random paged cache and block tables whose blocks are scattered over the pool.
+// A random paged cache and block tables: each sequence gets the blocks its context needs, scattered over the pool;
+// table entries past that point at block 0.
 struct PagedCache {
   AttentionShape shape;
   int block_size;
@@ -29,18 +30,26 @@ struct PagedCache {
   std::vector<int32_t> tables;      // [num_sequences, stride]
   int stride;
 
-  PagedCache(AttentionShape s, const std::vector<int>& context_lens, std::mt19937& rng, int block_tokens = 16)
-      : shape(s), block_size(block_tokens) {
+  PagedCache(AttentionShape s, const std::vector<int>& context_lens, std::mt19937& rng, int block_size_ = 16)
+      : shape(s), block_size(block_size_) {
     stride = 0;
-    for (int len : context_lens) stride = std::max(stride, (len + block_size - 1) / block_size);
-    num_blocks = stride * static_cast<int>(context_lens.size()) + 3;
+    int needed = 0;
+    for (int len : context_lens) {
+      stride = std::max(stride, (len + block_size - 1) / block_size);
+      needed += (len + block_size - 1) / block_size;
+    }
+    num_blocks = needed + 3;
     const size_t elements = static_cast<size_t>(num_blocks) * s.num_kv_heads * block_size * s.head_dim;
     k = random_bf16(elements, rng);
     v = random_bf16(elements, rng);
     std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), rng);
-    tables.assign(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(stride * context_lens.size()));
+    tables.assign(static_cast<size_t>(stride) * context_lens.size(), 0);
+    size_t next_id = 0;
+    for (size_t seq = 0; seq < context_lens.size(); ++seq)
+      for (int b = 0; b < (context_lens[seq] + block_size - 1) / block_size; ++b)
+        tables[seq * static_cast<size_t>(stride) + static_cast<size_t>(b)] = ids[next_id++];
   }
   // [head_dim] of token `token` of a sequence (block-table row `seq`) for one KV head.
   const __nv_bfloat16* row(const std::vector<__nv_bfloat16>& cache, int seq, int token, int kv_head) const {
@@ -74,59 +83,115 @@ std::vector<double> reference_attention(const PagedCache& cache, const __nv_bflo
   return out;
 }
 
-class DecodeAttentionTest : public ::testing::TestWithParam<std::tuple<AttentionShape, int>> {};
+// How a decode attention case splits the context and merges the splits.
+struct DecodeSplitCase {
+  int num_sms;  // the planner's SM count; 0: one 64-token tile per split (the most splits)
+  int block_size;
+  bool merge_in_kernel;  // arrival counters: the last split block merges; else the second kernel
+};
+
+class DecodeAttentionTest : public ::testing::TestWithParam<std::tuple<AttentionShape, DecodeSplitCase>> {};
 
 TEST_P(DecodeAttentionTest, MatchesReference) {
   SKIP_WITHOUT_GPU();
-  const auto [shape, num_sms] = GetParam();
-  std::mt19937 rng(shape.head_dim + num_sms);
-  const std::vector<int> context_lens = {1, 17, 64, 300, 1000, 2049};
+  const auto [shape, split_case] = GetParam();
+  std::mt19937 rng(shape.head_dim * 31 + shape.num_heads + split_case.num_sms * 7 + split_case.block_size);
+  // Around tile (64) and block (16, 32) edges, long and odd; splits are planned for a power-of-two bucket above the
+  // longest context (as decode graphs do), so some splits hold no tokens.
+  const std::vector<int> context_lens = {1, 15, 16, 17, 63, 64, 65, 300, 1000, 2049, 4099};
+  constexpr int kPlannedContext = 8192;
   const int seqs = static_cast<int>(context_lens.size());
-  PagedCache cache(shape, context_lens, rng);
+  PagedCache cache(shape, context_lens, rng, split_case.block_size);
   const auto q = random_bf16(static_cast<size_t>(seqs) * shape.num_heads * shape.head_dim, rng, 2.0f);
-  std::vector<int32_t> rows(static_cast<size_t>(seqs));
-  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<int32_t> table_rows(static_cast<size_t>(seqs)), q_rows(static_cast<size_t>(seqs));
+  std::iota(table_rows.begin(), table_rows.end(), 0);
+  std::iota(q_rows.rbegin(), q_rows.rend(), 0);  // queries and outputs in the opposite order of the tables
 
   DeviceArray<__nv_bfloat16> dq(q), dk(cache.k), dv(cache.v), out(q.size());
-  DeviceArray<int32_t> dtables(cache.tables), drows(rows), dlens(context_lens);
-  const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(seqs, num_sms));
-  DeviceArray<float> split_out(split_rows * shape.num_heads * shape.head_dim), split_lse(split_rows * shape.num_heads);
+  DeviceArray<int32_t> dtables(cache.tables), dtable_rows(table_rows), dq_rows(q_rows), dlens(context_lens);
   DecodeAttentionParams p;
   p.q = dq.get();
   p.k_cache = dk.get();
   p.v_cache = dv.get();
   p.block_tables = dtables.get();
-  p.table_rows = drows.get();
-  p.q_rows = drows.get();
+  p.table_rows = dtable_rows.get();
+  p.q_rows = dq_rows.get();
   p.context_lens = dlens.get();
   p.out = out.get();
-  p.split_out = split_out.get();
-  p.split_lse = split_lse.get();
   p.block_table_stride = cache.stride;
   p.num_decode = seqs;
   p.num_heads = shape.num_heads;
   p.num_kv_heads = shape.num_kv_heads;
   p.head_dim = shape.head_dim;
-  p.block_size = cache.block_size;
+  p.block_size = split_case.block_size;
   p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  plan_decode_attention_splits(p, 2049, num_sms);
-  ASSERT_LE(static_cast<size_t>(p.num_decode * p.num_splits), split_rows);
-  launch_decode_attention(p, nullptr);
+  size_t split_rows = 0;
+  if (split_case.num_sms > 0) {
+    plan_decode_attention_splits(p, kPlannedContext, split_case.num_sms);
+    split_rows = static_cast<size_t>(decode_attention_max_split_rows(seqs, split_case.num_sms));
+    ASSERT_LE(static_cast<size_t>(p.num_decode * p.num_splits), split_rows);
+  } else {
+    p.tokens_per_split = 64;
+    p.num_splits = kPlannedContext / 64;
+    split_rows = static_cast<size_t>(seqs) * p.num_splits;
+  }
+  DeviceArray<float> split_out(split_rows * shape.num_heads * shape.head_dim), split_lse(split_rows * shape.num_heads);
+  DeviceArray<uint32_t> counters(std::vector<uint32_t>(static_cast<size_t>(seqs) * shape.num_kv_heads, 0));
+  p.split_out = split_out.get();
+  p.split_lse = split_lse.get();
+  p.split_counters = split_case.merge_in_kernel ? counters.get() : nullptr;
 
   std::vector<double> ref;
+  ref.resize(q.size());
   for (int s = 0; s < seqs; ++s)
     for (int h = 0; h < shape.num_heads; ++h) {
-      auto o = reference_attention(cache, &q[(static_cast<size_t>(s) * shape.num_heads + h) * shape.head_dim], s, h,
-                                   context_lens[s]);
-      ref.insert(ref.end(), o.begin(), o.end());
+      const size_t row = (static_cast<size_t>(q_rows[s]) * shape.num_heads + h) * shape.head_dim;
+      const auto o = reference_attention(cache, &q[row], s, h, context_lens[s]);
+      std::copy(o.begin(), o.end(), ref.begin() + static_cast<ptrdiff_t>(row));
     }
-  EXPECT_LT(relative_error(out.download(), ref), 1e-2) << "splits " << p.num_splits;
+  // Twice: the second launch relies on the counters the first one left at zero.
+  for (int launch = 0; launch < 2; ++launch) {
+    CUDA_CHECK(cudaMemset(out.get(), 0xFF, q.size() * sizeof(__nv_bfloat16)));
+    launch_decode_attention(p, nullptr);
+    EXPECT_LT(relative_error(out.download(), ref), 1e-2) << "launch " << launch << ", splits " << p.num_splits;
+    for (uint32_t count : counters.download()) ASSERT_EQ(count, 0u);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
-                         ::testing::Combine(::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1},
-                                                              AttentionShape{64, 6, 2}, AttentionShape{128, 16, 1}),
-                                            ::testing::Values(1, 132)));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, DecodeAttentionTest,
+    ::testing::Combine(::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1},
+                                         AttentionShape{64, 6, 2}, AttentionShape{128, 16, 1},
+                                         AttentionShape{64, 16, 1}),
+                       ::testing::Values(DecodeSplitCase{1, 16, false}, DecodeSplitCase{132, 16, true},
+                                         DecodeSplitCase{132, 32, false}, DecodeSplitCase{0, 32, true},
+                                         DecodeSplitCase{0, 16, false})));
+
+// Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
+// partial buffers sized by decode_attention_max_split_rows.
+TEST(DecodeAttentionPlan, CoversContextAndFitsSplitRows) {
+  for (int head_dim : {64, 128})
+    for (int num_kv_heads : {1, 8})
+      for (int num_sms : {1, 16, 132})
+        for (int num_decode : {1, 3, 64, 256, 1024})
+          for (int context : {1, 63, 64, 65, 1536, 8192, 32768, 262144}) {
+            DecodeAttentionParams p;
+            p.num_decode = num_decode;
+            p.num_heads = 4 * num_kv_heads;
+            p.num_kv_heads = num_kv_heads;
+            p.head_dim = head_dim;
+            plan_decode_attention_splits(p, context, num_sms);
+            SCOPED_TRACE(::testing::Message() << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs "
+                                              << num_sms << ", sequences " << num_decode << ", context " << context);
+            ASSERT_GE(p.num_splits, 1);
+            ASSERT_GT(p.tokens_per_split, 0);
+            EXPECT_EQ(p.tokens_per_split % 64, 0);
+            EXPECT_GE(static_cast<int64_t>(p.num_splits) * p.tokens_per_split, context);
+            EXPECT_LT(static_cast<int64_t>(p.num_splits - 1) * p.tokens_per_split, context);
+            EXPECT_LE(static_cast<int64_t>(num_decode) * p.num_splits,
+                      decode_attention_max_split_rows(num_decode, num_sms));
+          }
+}
 
 enum class PrefillKernel { kMmaSync, kWgmma };
 

@@ -1,6 +1,7 @@
 // Paged decode attention (one query token per sequence) in the flash-decoding style: the context is split across
 // blocks, each block reads K/V of one KV head once for all query heads of its GQA group (the group's heads are the
-// rows of a tensor-core tile), and a second kernel merges the splits through their log-sum-exp.
+// rows of a tensor-core tile), and the splits are merged through their log-sum-exp: by the last split block of each
+// (sequence, KV head) when `split_counters` is given, else by a second kernel.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,6 +22,9 @@ struct DecodeAttentionParams {
   __nv_bfloat16* out = nullptr;            // [num_tokens, num_heads, head_dim]
   float* split_out = nullptr;              // [num_decode, num_heads, num_splits, head_dim] when num_splits > 1
   float* split_lse = nullptr;              // [num_decode, num_heads, num_splits] (log2 domain)
+  // [num_decode, num_kv_heads] arrival counters, zeroed once when allocated; every launch leaves them zero again.
+  // Optional: when null, a second kernel merges the splits.
+  uint32_t* split_counters = nullptr;
   int block_table_stride = 0;
   int num_decode = 0;
   int num_heads = 0;
@@ -32,7 +36,8 @@ struct DecodeAttentionParams {
   float scale = 0;  // head_dim^-0.5
 };
 
-// Picks tokens_per_split / num_splits for a batch so that the grid holds about four blocks per SM.
+// Picks tokens_per_split / num_splits for a batch: the split count with the least estimated time, counted in waves
+// of resident blocks times tiles per block (plus a per-block fill and merge cost).
 void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms);
 
 // Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.

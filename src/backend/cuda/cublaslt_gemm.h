@@ -1,5 +1,10 @@
-// Large-M linear layers (prefill) through cuBLASLt: y[m, n] = x[m, k] * weight[n, k]^T, bf16 inputs, fp32
-// accumulation, bf16 or fp32 output. Plans are cached per shape.
+// Large-M linear layers (prefill, batched decode) through cuBLASLt: y[m, n] = x[m, k] * weight[n, k]^T, bf16 inputs,
+// fp32 accumulation, bf16 or fp32 output.
+//
+// cuBLASLt's algorithm heuristic costs on the order of a millisecond per call, and a serving engine sees a different m
+// (tokens in the step) nearly every step. So the algorithm is chosen once per bucket of m (16, then powers of two), at
+// the bucket's upper end, and reused for every m in the bucket after a one-time check that it supports that exact
+// shape; prepare() runs the heuristics for every bucket up front, at load time.
 #pragma once
 
 #include <cublasLt.h>
@@ -7,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "backend/cuda/device_buffer.h"
@@ -24,17 +30,38 @@ class CublasLtGemm {
   void matmul(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32, int m, int n, int k,
               cudaStream_t stream);
 
+  // Chooses the algorithms of every bucket of m in [min_m, max_m] for one weight shape ahead of the first matmul.
+  void prepare(int min_m, int max_m, int n, int k, bool y_fp32);
+
+  // The bucket whose algorithm serves m: 16 for m <= 16, else the next power of two.
+  static int bucket_of(int m);
+
  private:
-  struct Plan {
+  using ShapeKey = std::tuple<int, int, int, bool>;  // m (or its bucket), n, k, y_fp32
+  struct Operation {                                 // per (n, k, y_fp32): what does not depend on m
     cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-    cublasLtMatmulAlgo_t algo{};
+    cublasLtMatrixLayout_t weight = nullptr;
   };
-  const Plan& plan_for(int m, int n, int k, bool y_fp32);
+  // Layouts of x [m, k] and y [m, n] for one m; destroyed with the object.
+  struct ActivationLayouts {
+    ActivationLayouts(int m, int n, int k, bool y_fp32);
+    ~ActivationLayouts();
+    ActivationLayouts(const ActivationLayouts&) = delete;
+    ActivationLayouts& operator=(const ActivationLayouts&) = delete;
+    cublasLtMatrixLayout_t x = nullptr, y = nullptr;
+  };
+
+  const Operation& operation_for(int n, int k, bool y_fp32);
+  cublasLtMatmulAlgo_t heuristic(const Operation& op, const ActivationLayouts& layouts);
+  const cublasLtMatmulAlgo_t& algo_for(int m, int n, int k, bool y_fp32, const Operation& op,
+                                       const ActivationLayouts& layouts);
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
-  std::map<std::tuple<int, int, int, bool>, Plan> plans_;
+  std::map<std::tuple<int, int, bool>, Operation> operations_;
+  std::map<ShapeKey, cublasLtMatmulAlgo_t> bucket_algos_;  // keyed by bucket
+  std::map<ShapeKey, cublasLtMatmulAlgo_t> exact_algos_;   // m whose bucket algorithm failed the check
+  std::set<ShapeKey> checked_;                             // exact shapes the bucket algorithm supports
 };
 
 }  // namespace qinfer::cuda

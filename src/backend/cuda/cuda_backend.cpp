@@ -1,6 +1,7 @@
 #include "backend/cuda/cuda_backend.h"
 
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -77,6 +78,7 @@ class CudaBackend final : public Backend {
   // Enqueues sampling of `rows` logits rows and the copy of their results to workspace_->host_results.
   void enqueue_sampling(int rows, const DeviceBatch& d);
   void linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32 = false);
+  void warm_up_gemms();
   bf16* k_cache(int layer) const;
   bf16* v_cache(int layer) const;
 
@@ -134,6 +136,16 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   workspace_ = std::make_unique<cuda::Workspace>(
       c, cuda::WorkspaceLimits{options.max_num_batched_tokens, options.max_num_seqs, num_sms_});
   gemm_ = std::make_unique<cuda::CublasLtGemm>();
+  const auto heuristics_start = std::chrono::steady_clock::now();
+  const int first_gemm_rows = kGemvRowLimit + 1, max_tokens = options.max_num_batched_tokens;
+  gemm_->prepare(first_gemm_rows, max_tokens, c.q_width() + 2 * c.kv_width(), c.hidden_size, false);
+  gemm_->prepare(first_gemm_rows, max_tokens, c.hidden_size, c.q_width(), false);
+  gemm_->prepare(first_gemm_rows, max_tokens, 2 * c.intermediate_size, c.hidden_size, false);
+  gemm_->prepare(first_gemm_rows, max_tokens, c.hidden_size, c.intermediate_size, false);
+  gemm_->prepare(first_gemm_rows, options.max_num_seqs, c.vocab_size, c.hidden_size, true);
+  warm_up_gemms();
+  spdlog::info("{}: cuBLASLt algorithms chosen and loaded in {:.0f} ms", name_,
+               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - heuristics_start).count());
 
   std::vector<float> inv_freq(static_cast<size_t>(c.head_dim / 2));
   for (size_t i = 0; i < inv_freq.size(); ++i)
@@ -181,6 +193,29 @@ CudaBackend::~CudaBackend() {
 
 bf16* CudaBackend::k_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * layer) * kv_layer_elements_; }
 bf16* CudaBackend::v_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * layer + 1) * kv_layer_elements_; }
+
+// CUDA loads kernel modules lazily: the first launch of each cuBLASLt kernel costs milliseconds, which a request would
+// otherwise pay as TTFT the first time its token count falls in a new bucket. One GEMM per bucket and shape, on the
+// workspace's buffers (their contents do not matter), loads them all at start-up.
+void CudaBackend::warm_up_gemms() {
+  const ModelConfig& c = model_->config;
+  const cuda::Workspace& w = *workspace_;
+  const cuda::GpuLayerWeights& lw = weights_.layers.front();
+  const int qkv_width = c.q_width() + 2 * c.kv_width();
+  const int first_bucket = cuda::CublasLtGemm::bucket_of(kGemvRowLimit + 1);
+  for (int bucket = first_bucket;; bucket *= 2) {
+    const int rows = std::min(bucket, options_.max_num_batched_tokens);
+    linear(w.normed.as<bf16>(), rows, lw.qkv, qkv_width, c.hidden_size, w.qkv.data());
+    linear(w.attention.as<bf16>(), rows, lw.o_proj, c.hidden_size, c.q_width(), w.delta.data());
+    linear(w.normed.as<bf16>(), rows, lw.gate_up, 2 * c.intermediate_size, c.hidden_size, w.gate_up.data());
+    linear(w.activation.as<bf16>(), rows, lw.down, c.hidden_size, c.intermediate_size, w.delta.data());
+    if (bucket == first_bucket || bucket / 2 < options_.max_num_seqs)
+      linear(w.final_normed.as<bf16>(), std::min(bucket, options_.max_num_seqs), weights_.lm_head, c.vocab_size,
+             c.hidden_size, w.logits.data(), true);
+    if (rows == options_.max_num_batched_tokens) break;
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 void CudaBackend::linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32) {
   if (rows == 0) return;

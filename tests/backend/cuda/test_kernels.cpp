@@ -57,11 +57,23 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemvTest,
                                            LinearShape{8, 33, 9728}, LinearShape{16, 77, 2560},
                                            LinearShape{11, 512, 64}));
 
+TEST(CublasLtGemm, BucketsOfRows) {
+  EXPECT_EQ(CublasLtGemm::bucket_of(1), 16);
+  EXPECT_EQ(CublasLtGemm::bucket_of(16), 16);
+  EXPECT_EQ(CublasLtGemm::bucket_of(17), 32);
+  EXPECT_EQ(CublasLtGemm::bucket_of(1024), 1024);
+  EXPECT_EQ(CublasLtGemm::bucket_of(1025), 2048);
+}
+
 TEST(CublasLtGemm, MatchesReference) {
   SKIP_WITHOUT_GPU();
   CublasLtGemm gemm;
   std::mt19937 rng(7);
-  for (auto [m, n, k] : {LinearShape{17, 96, 256}, LinearShape{100, 200, 512}, LinearShape{33, 1000, 64}}) {
+  // m in the same buckets as others (3 and 16; 100 and 128; 33 and 64) reuses the bucket's algorithm.
+  gemm.prepare(3, 128, 96, 256, false);
+  for (auto [m, n, k] :
+       {LinearShape{17, 96, 256}, LinearShape{100, 200, 512}, LinearShape{33, 1000, 64}, LinearShape{3, 96, 256},
+        LinearShape{16, 96, 256}, LinearShape{128, 200, 512}, LinearShape{64, 1000, 64}, LinearShape{1000, 96, 256}}) {
     const auto x = random_bf16(static_cast<size_t>(m) * k, rng);
     const auto w = random_bf16(static_cast<size_t>(n) * k, rng, 0.1f);
     DeviceArray<__nv_bfloat16> dx(x), dw(w), dy(static_cast<size_t>(m) * n);

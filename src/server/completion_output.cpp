@@ -14,20 +14,30 @@ double seconds_between(CompletionOutput::TimePoint from, CompletionOutput::TimeP
 }  // namespace
 
 CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model, const Tokenizer& tokenizer,
-                                   ServerMetrics& metrics, TimePoint arrival)
+                                   ServerMetrics& metrics, Timing timing)
     : work_(work),
       id_(random_id(work.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
       created_(unix_time_now()),
       model_(std::move(model)),
       tokenizer_(tokenizer),
       metrics_(metrics),
-      arrival_(arrival),
-      choices_(static_cast<size_t>(work.generation.n)) {}
+      timing_(timing),
+      choices_(static_cast<size_t>(work.generation.n)) {
+  // The prefilled start of a forced call is part of the prompt; the parser sees it as text the model already wrote.
+  if (work_.parse_tool_calls && !work_.assistant_prefill.empty())
+    for (Choice& choice : choices_) choice.parser.push_prefill(work_.assistant_prefill);
+}
 
 ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice) {
   const TimePoint now = std::chrono::steady_clock::now();
+  if (!first_delta_seen_) {
+    // Queue time = the wait for a server slot + the engine's queue. The engine reports no per-request "first
+    // scheduled" time, so its part ends at the request's first output, which includes its prefill.
+    metrics_.request_queue_time.observe(timing_.slot_wait_seconds + seconds_between(timing_.submitted, now));
+    first_delta_seen_ = true;
+  }
   if (!delta.token_ids.empty()) {
-    if (!first_token_seen_) metrics_.time_to_first_token.observe(seconds_between(arrival_, now));
+    if (!first_token_seen_) metrics_.time_to_first_token.observe(seconds_between(timing_.arrival, now));
     if (choice.last_output) metrics_.inter_token_latency.observe(seconds_between(*choice.last_output, now));
     first_token_seen_ = true;
     choice.last_output = now;
@@ -40,7 +50,11 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
   ToolCallParser::Output out;
   if (work_.parse_tool_calls) {
     out = choice.parser.push(delta.text);
-    if (delta.finish_reason != FinishReason::kNone) out.content += choice.parser.finish().content;
+    if (delta.finish_reason != FinishReason::kNone) {
+      ToolCallParser::Output rest = choice.parser.finish();
+      out.content += rest.content;
+      out.calls.insert(out.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
   } else {
     out.content = delta.text;
   }
@@ -153,7 +167,7 @@ nlohmann::json CompletionOutput::final_response(const Usage& usage) {
 void CompletionOutput::record_finished(const Usage& usage) {
   metrics_.prompt_tokens.inc(usage.prompt_tokens);
   metrics_.generation_tokens.inc(usage.completion_tokens);
-  metrics_.e2e_request_latency.observe(seconds_between(arrival_, std::chrono::steady_clock::now()));
+  metrics_.e2e_request_latency.observe(seconds_between(timing_.arrival, std::chrono::steady_clock::now()));
   for (const Choice& choice : choices_)
     metrics_.count_finish(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
 }

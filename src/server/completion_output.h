@@ -20,9 +20,14 @@ namespace qinfer::server {
 class CompletionOutput {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
-  // `model` is the served model name echoed in responses; `arrival` when the HTTP request came in.
+  struct Timing {
+    TimePoint arrival;             // the HTTP request came in
+    double slot_wait_seconds = 0;  // waited for a server slot (admission)
+    TimePoint submitted;           // handed to the engine
+  };
+  // `model` is the served model name echoed in responses.
   CompletionOutput(const CompletionWork& work, std::string model, const Tokenizer& tokenizer, ServerMetrics& metrics,
-                   TimePoint arrival);
+                   Timing timing);
 
   // Streaming: the SSE events for these deltas (the first call also sends each choice's role chunk).
   std::string stream_events(std::vector<StreamDelta>& deltas);
@@ -59,8 +64,9 @@ class CompletionOutput {
   const std::string model_;
   const Tokenizer& tokenizer_;
   ServerMetrics& metrics_;
-  const TimePoint arrival_;
+  const Timing timing_;
   std::vector<Choice> choices_;
+  bool first_delta_seen_ = false;
   bool first_token_seen_ = false;
   std::optional<ApiError> failure_;
 };

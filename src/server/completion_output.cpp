@@ -74,6 +74,30 @@ nlohmann::json CompletionOutput::chunk(nlohmann::json choices) const {
   return chunk;
 }
 
+nlohmann::json CompletionOutput::content_item(int32_t index, const std::string& content) const {
+  nlohmann::json item = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (work_.kind == ApiKind::kChat)
+    item["delta"] = {{"content", content}};
+  else
+    item["text"] = content;
+  return item;
+}
+
+std::string CompletionOutput::content_event(Choice& choice, int32_t index, const std::string& content) {
+  constexpr std::string_view kMarker = "qinfer-content-marker";
+  if (choice.content_event_before.empty()) {
+    const std::string event = sse_event(chunk(nlohmann::json::array({content_item(index, std::string(kMarker))})));
+    // The first quoted marker: "choices" sorts before every other key of the chunk.
+    const size_t at = event.find('"' + std::string(kMarker) + '"');
+    choice.content_event_before = event.substr(0, at);
+    choice.content_event_after = event.substr(at + kMarker.size() + 2);
+  }
+  std::string event = choice.content_event_before;
+  event += dump_json(content);  // the JSON string, escaped as the DOM path escapes it
+  event += choice.content_event_after;
+  return event;
+}
+
 std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
   std::string events;
   const bool chat = work_.kind == ApiKind::kChat;
@@ -92,21 +116,23 @@ std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
     const bool finished = delta.finish_reason != FinishReason::kNone;
     const bool with_logprobs = work_.generation.logprobs && !delta.logprobs.empty();
     if (out.content.empty() && out.calls.empty() && !finished && !with_logprobs) continue;
-    nlohmann::json item = {{"index", delta.index}};
+    if (out.calls.empty() && !finished && !with_logprobs) {
+      events += content_event(choice, delta.index, out.content);  // most tokens: no JSON DOM
+      choice.text_bytes += out.content.size();
+      continue;
+    }
+    nlohmann::json item = content_item(delta.index, out.content);
     if (chat) {
-      nlohmann::json message = nlohmann::json::object();
-      if (!out.content.empty() || out.calls.empty()) message["content"] = out.content;
+      nlohmann::json& message = item["delta"];
+      if (out.content.empty() && !out.calls.empty()) message.erase("content");
       if (!out.calls.empty()) message["tool_calls"] = tool_calls_json(out.calls, true, calls_before);
       if (finished && out.content.empty() && out.calls.empty()) message = nlohmann::json::object();
-      item["delta"] = std::move(message);
-      item["logprobs"] = with_logprobs ? chat_logprobs_json(delta.logprobs, tokenizer_) : nlohmann::json(nullptr);
-    } else {
-      item["text"] = out.content;
-      item["logprobs"] = with_logprobs ? completion_logprobs_json(delta.logprobs, tokenizer_, choice.text_bytes)
-                                       : nlohmann::json(nullptr);
+      if (with_logprobs) item["logprobs"] = chat_logprobs_json(delta.logprobs, tokenizer_);
+    } else if (with_logprobs) {
+      item["logprobs"] = completion_logprobs_json(delta.logprobs, tokenizer_, choice.text_bytes);
     }
     choice.text_bytes += out.content.size();
-    item["finish_reason"] = finished ? nlohmann::json(choice.finish_reason) : nlohmann::json(nullptr);
+    if (finished) item["finish_reason"] = choice.finish_reason;
     events += sse_event(chunk(nlohmann::json::array({std::move(item)})));
   }
   return events;

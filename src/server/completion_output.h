@@ -53,10 +53,18 @@ class CompletionOutput {
     std::string finish_reason;
     std::optional<TimePoint> last_output;
     bool role_sent = false;
+    // The SSE event of a content-only delta around its content string, rendered once (content_event).
+    std::string content_event_before;
+    std::string content_event_after;
   };
   // Applies one delta to its choice; returns the content released by it and the tool calls it completed.
   ToolCallParser::Output apply(const StreamDelta& delta, Choice& choice);
   nlohmann::json chunk(nlohmann::json choices) const;
+  // A streamed choice item that carries only `content` (chat: delta.content; completions: text).
+  nlohmann::json content_item(int32_t index, const std::string& content) const;
+  // The SSE event of a content-only delta: byte for byte what sse_event(chunk({content_item(...)})) writes, from text
+  // rendered once per choice plus the escaped content, so most tokens build no JSON DOM.
+  std::string content_event(Choice& choice, int32_t index, const std::string& content);
 
   const CompletionWork& work_;
   const std::string id_;

@@ -163,5 +163,39 @@ TEST_F(CompletionOutputTest, PrefilledNamedCallIsParsedFromTheArgumentsAlone) {
   }
 }
 
+// Content-only deltas skip the JSON DOM (CompletionOutput::content_event); every such event must be byte for byte the
+// DOM rendering of the chunk, for text that needs escaping and for invalid UTF-8 (replaced, as the DOM path does).
+TEST_F(CompletionOutputTest, ContentEventsEqualTheJsonDomRendering) {
+  const std::vector<std::string> pieces = {
+      "plain", " \"quoted\" \\ back", "line\nbreak\ttab\x01", "caf\xC3\xA9 \xE4\xB8\xAD", "bad \xFF byte", "</script>"};
+  for (ApiKind kind : {ApiKind::kChat, ApiKind::kCompletion}) {
+    work_.kind = kind;
+    work_.parse_tool_calls = false;
+    CompletionOutput output(work_, "my-model", *tokenizer_, metrics_, now_timing());
+    std::vector<std::string> sse;
+    for (const StreamDelta& delta : deltas_of(pieces)) {
+      std::vector<StreamDelta> one = {delta};
+      sse.push_back(output.stream_events(one));
+    }
+    const bool chat = kind == ApiKind::kChat;
+    const Json first = events(sse[0]).back();  // chat: after the role chunk
+    for (size_t i = 0; i + 1 < pieces.size(); ++i) {
+      Json item = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      if (chat)
+        item["delta"] = {{"content", pieces[i]}};
+      else
+        item["text"] = pieces[i];
+      const Json expected = {
+          {"id", first["id"]},           {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", first["created"]}, {"model", "my-model"},
+          {"choices", {item}},           {"usage", nullptr}};
+      const std::string expected_event =
+          "data: " + expected.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+      const std::string& event = sse[i];
+      EXPECT_EQ(event.substr(event.size() - expected_event.size()), expected_event) << "piece " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qinfer::server

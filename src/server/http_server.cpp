@@ -22,6 +22,13 @@ class DrainableHttpServer : public httplib::Server {
     const socket_t listener = svr_sock_;
     if (listener != INVALID_SOCKET) ::shutdown(listener, SHUT_RDWR);
   }
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of connections (hundreds of clients opening streams at once)
+  // overflows it while the accept thread waits for a core, and the kernel drops their SYNs, which the clients retry
+  // only after 1 s, 3 s, ... Calling listen() again on the bound socket raises the backlog (capped by somaxconn).
+  bool widen_backlog() {
+    const socket_t listener = svr_sock_;
+    return listener != INVALID_SOCKET && ::listen(listener, SOMAXCONN) == 0;
+  }
 };
 
 namespace {
@@ -179,6 +186,7 @@ int HttpServer::bind() {
   if (port <= 0)
     throw Error(ErrorKind::kUnavailable, "cannot listen on " + options.host + ":" + std::to_string(options.port) +
                                              " (address in use or not available)");
+  if (!server_->widen_backlog()) spdlog::warn("could not raise the listen backlog; bursts of connections may stall");
   return port;
 }
 

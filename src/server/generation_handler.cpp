@@ -67,11 +67,14 @@ bool wait_for_completion(const httplib::Request& request, Engine& engine, const 
   std::optional<ClientConnection> client;
   bool looked_up = false;
   bool aborted = false;
+  auto next_check = std::chrono::steady_clock::now() + kDisconnectPollInterval;
   std::vector<StreamDelta> deltas;
   while (handle.stream->wait_drain(deltas, kDisconnectPollInterval)) {
-    if (deltas.empty() && !aborted) {
-      if (!looked_up) client = ClientConnection::of(request);  // only for requests that outlast one poll
+    // Checked by time, not only when the wait times out: tokens may keep arriving faster than the interval.
+    if (!aborted && std::chrono::steady_clock::now() >= next_check) {
+      if (!looked_up) client = ClientConnection::of(request);  // only for requests that outlast one interval
       looked_up = true;
+      next_check = std::chrono::steady_clock::now() + kDisconnectPollInterval;
       if (client && client->closed_by_peer()) {
         engine.abort(handle.id);
         metrics.client_disconnects.inc();

@@ -14,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -212,6 +213,11 @@ testing::FakeModelSpec fake_spec(int streams, int tokens) {
 }
 
 int run_overhead(const OverheadOptions& options) {
+  // Both processes hold one socket per stream.
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &files);
   // The client is forked before any thread exists.
   int port_pipe[2];
   int result_pipe[2];

@@ -14,20 +14,30 @@ double seconds_between(CompletionOutput::TimePoint from, CompletionOutput::TimeP
 }  // namespace
 
 CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model, const Tokenizer& tokenizer,
-                                   ServerMetrics& metrics, TimePoint arrival)
+                                   ServerMetrics& metrics, Timing timing)
     : work_(work),
       id_(random_id(work.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
       created_(unix_time_now()),
       model_(std::move(model)),
       tokenizer_(tokenizer),
       metrics_(metrics),
-      arrival_(arrival),
-      choices_(static_cast<size_t>(work.generation.n)) {}
+      timing_(timing),
+      choices_(static_cast<size_t>(work.generation.n)) {
+  // The prefilled start of a forced call is part of the prompt; the parser sees it as text the model already wrote.
+  if (work_.parse_tool_calls && !work_.assistant_prefill.empty())
+    for (Choice& choice : choices_) choice.parser.push_prefill(work_.assistant_prefill);
+}
 
 ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice) {
   const TimePoint now = std::chrono::steady_clock::now();
+  if (!first_delta_seen_) {
+    // Queue time = the wait for a server slot + the engine's queue. The engine reports no per-request "first
+    // scheduled" time, so its part ends at the request's first output, which includes its prefill.
+    metrics_.request_queue_time.observe(timing_.slot_wait_seconds + seconds_between(timing_.submitted, now));
+    first_delta_seen_ = true;
+  }
   if (!delta.token_ids.empty()) {
-    if (!first_token_seen_) metrics_.time_to_first_token.observe(seconds_between(arrival_, now));
+    if (!first_token_seen_) metrics_.time_to_first_token.observe(seconds_between(timing_.arrival, now));
     if (choice.last_output) metrics_.inter_token_latency.observe(seconds_between(*choice.last_output, now));
     first_token_seen_ = true;
     choice.last_output = now;
@@ -40,7 +50,11 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
   ToolCallParser::Output out;
   if (work_.parse_tool_calls) {
     out = choice.parser.push(delta.text);
-    if (delta.finish_reason != FinishReason::kNone) out.content += choice.parser.finish().content;
+    if (delta.finish_reason != FinishReason::kNone) {
+      ToolCallParser::Output rest = choice.parser.finish();
+      out.content += rest.content;
+      out.calls.insert(out.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
   } else {
     out.content = delta.text;
   }
@@ -58,6 +72,30 @@ nlohmann::json CompletionOutput::chunk(nlohmann::json choices) const {
                           {"choices", std::move(choices)}};
   if (work_.include_usage) chunk["usage"] = nullptr;
   return chunk;
+}
+
+nlohmann::json CompletionOutput::content_item(int32_t index, const std::string& content) const {
+  nlohmann::json item = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  if (work_.kind == ApiKind::kChat)
+    item["delta"] = {{"content", content}};
+  else
+    item["text"] = content;
+  return item;
+}
+
+std::string CompletionOutput::content_event(Choice& choice, int32_t index, const std::string& content) {
+  constexpr std::string_view kMarker = "qinfer-content-marker";
+  if (choice.content_event_before.empty()) {
+    const std::string event = sse_event(chunk(nlohmann::json::array({content_item(index, std::string(kMarker))})));
+    // The first quoted marker: "choices" sorts before every other key of the chunk.
+    const size_t at = event.find('"' + std::string(kMarker) + '"');
+    choice.content_event_before = event.substr(0, at);
+    choice.content_event_after = event.substr(at + kMarker.size() + 2);
+  }
+  std::string event = choice.content_event_before;
+  event += dump_json(content);  // the JSON string, escaped as the DOM path escapes it
+  event += choice.content_event_after;
+  return event;
 }
 
 std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
@@ -78,21 +116,23 @@ std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
     const bool finished = delta.finish_reason != FinishReason::kNone;
     const bool with_logprobs = work_.generation.logprobs && !delta.logprobs.empty();
     if (out.content.empty() && out.calls.empty() && !finished && !with_logprobs) continue;
-    nlohmann::json item = {{"index", delta.index}};
+    if (out.calls.empty() && !finished && !with_logprobs) {
+      events += content_event(choice, delta.index, out.content);  // most tokens: no JSON DOM
+      choice.text_bytes += out.content.size();
+      continue;
+    }
+    nlohmann::json item = content_item(delta.index, out.content);
     if (chat) {
-      nlohmann::json message = nlohmann::json::object();
-      if (!out.content.empty() || out.calls.empty()) message["content"] = out.content;
+      nlohmann::json& message = item["delta"];
+      if (out.content.empty() && !out.calls.empty()) message.erase("content");
       if (!out.calls.empty()) message["tool_calls"] = tool_calls_json(out.calls, true, calls_before);
       if (finished && out.content.empty() && out.calls.empty()) message = nlohmann::json::object();
-      item["delta"] = std::move(message);
-      item["logprobs"] = with_logprobs ? chat_logprobs_json(delta.logprobs, tokenizer_) : nlohmann::json(nullptr);
-    } else {
-      item["text"] = out.content;
-      item["logprobs"] = with_logprobs ? completion_logprobs_json(delta.logprobs, tokenizer_, choice.text_bytes)
-                                       : nlohmann::json(nullptr);
+      if (with_logprobs) item["logprobs"] = chat_logprobs_json(delta.logprobs, tokenizer_);
+    } else if (with_logprobs) {
+      item["logprobs"] = completion_logprobs_json(delta.logprobs, tokenizer_, choice.text_bytes);
     }
     choice.text_bytes += out.content.size();
-    item["finish_reason"] = finished ? nlohmann::json(choice.finish_reason) : nlohmann::json(nullptr);
+    if (finished) item["finish_reason"] = choice.finish_reason;
     events += sse_event(chunk(nlohmann::json::array({std::move(item)})));
   }
   return events;
@@ -153,7 +193,7 @@ nlohmann::json CompletionOutput::final_response(const Usage& usage) {
 void CompletionOutput::record_finished(const Usage& usage) {
   metrics_.prompt_tokens.inc(usage.prompt_tokens);
   metrics_.generation_tokens.inc(usage.completion_tokens);
-  metrics_.e2e_request_latency.observe(seconds_between(arrival_, std::chrono::steady_clock::now()));
+  metrics_.e2e_request_latency.observe(seconds_between(timing_.arrival, std::chrono::steady_clock::now()));
   for (const Choice& choice : choices_)
     metrics_.count_finish(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
 }

@@ -20,9 +20,14 @@ namespace qinfer::server {
 class CompletionOutput {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
-  // `model` is the served model name echoed in responses; `arrival` when the HTTP request came in.
+  struct Timing {
+    TimePoint arrival;             // the HTTP request came in
+    double slot_wait_seconds = 0;  // waited for a server slot (admission)
+    TimePoint submitted;           // handed to the engine
+  };
+  // `model` is the served model name echoed in responses.
   CompletionOutput(const CompletionWork& work, std::string model, const Tokenizer& tokenizer, ServerMetrics& metrics,
-                   TimePoint arrival);
+                   Timing timing);
 
   // Streaming: the SSE events for these deltas (the first call also sends each choice's role chunk).
   std::string stream_events(std::vector<StreamDelta>& deltas);
@@ -48,10 +53,18 @@ class CompletionOutput {
     std::string finish_reason;
     std::optional<TimePoint> last_output;
     bool role_sent = false;
+    // The SSE event of a content-only delta around its content string, rendered once (content_event).
+    std::string content_event_before;
+    std::string content_event_after;
   };
   // Applies one delta to its choice; returns the content released by it and the tool calls it completed.
   ToolCallParser::Output apply(const StreamDelta& delta, Choice& choice);
   nlohmann::json chunk(nlohmann::json choices) const;
+  // A streamed choice item that carries only `content` (chat: delta.content; completions: text).
+  nlohmann::json content_item(int32_t index, const std::string& content) const;
+  // The SSE event of a content-only delta: byte for byte what sse_event(chunk({content_item(...)})) writes, from text
+  // rendered once per choice plus the escaped content, so most tokens build no JSON DOM.
+  std::string content_event(Choice& choice, int32_t index, const std::string& content);
 
   const CompletionWork& work_;
   const std::string id_;
@@ -59,8 +72,9 @@ class CompletionOutput {
   const std::string model_;
   const Tokenizer& tokenizer_;
   ServerMetrics& metrics_;
-  const TimePoint arrival_;
+  const Timing timing_;
   std::vector<Choice> choices_;
+  bool first_delta_seen_ = false;
   bool first_token_seen_ = false;
   std::optional<ApiError> failure_;
 };

@@ -2,10 +2,12 @@
 #include <httplib.h>
 
 #include "server/api_error.h"
+#include "server/client_connection.h"
 #include "server/completion_output.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
 #include "server/sse_stream.h"
+#include "util/logging.h"
 
 namespace qinfer::server {
 namespace {
@@ -28,6 +30,12 @@ std::vector<int32_t> build_prompt(const CompletionWork& work, const ModelRuntime
   } catch (const Error& e) {
     throw invalid_field(work.kind == ApiKind::kChat ? "messages" : "prompt", e.what());
   }
+  if (!work.assistant_prefill.empty()) {
+    // Special-token matching off: the function name is client text (<tool_call> is a non-special added token and is
+    // still matched).
+    std::vector<int32_t> prefill = runtime.prompts->tokenizer().encode(work.assistant_prefill, false);
+    prompt.insert(prompt.end(), prefill.begin(), prefill.end());
+  }
   const char* param = work.kind == ApiKind::kChat ? "messages" : "prompt";
   if (prompt.empty()) throw invalid_field(param, std::string(param) + " gives an empty prompt");
   if (static_cast<int64_t>(prompt.size()) >= runtime.max_model_len)
@@ -49,6 +57,37 @@ bool every_choice_completed(const nlohmann::json& response) {
   return true;
 }
 
+// How often a non-streamed request that waits for the engine checks that its client is still connected.
+constexpr std::chrono::milliseconds kDisconnectPollInterval{100};
+
+// Absorbs a non-streamed request's deltas until it is done. A client that disconnects meanwhile gets its request
+// aborted, which frees its KV blocks within one engine step; returns true then.
+bool wait_for_completion(const httplib::Request& request, Engine& engine, const RequestHandle& handle,
+                         CompletionOutput& output, ServerMetrics& metrics) {
+  std::optional<ClientConnection> client;
+  bool looked_up = false;
+  bool aborted = false;
+  auto next_check = std::chrono::steady_clock::now() + kDisconnectPollInterval;
+  std::vector<StreamDelta> deltas;
+  while (handle.stream->wait_drain(deltas, kDisconnectPollInterval)) {
+    // Checked by time, not only when the wait times out: tokens may keep arriving faster than the interval.
+    if (!aborted && std::chrono::steady_clock::now() >= next_check) {
+      if (!looked_up) client = ClientConnection::of(request);  // only for requests that outlast one interval
+      looked_up = true;
+      next_check = std::chrono::steady_clock::now() + kDisconnectPollInterval;
+      if (client && client->closed_by_peer()) {
+        engine.abort(handle.id);
+        metrics.client_disconnects.inc();
+        spdlog::info("request {}: client went away while waiting, aborted", handle.id);
+        aborted = true;
+      }
+    }
+    output.absorb(deltas);
+    deltas.clear();
+  }
+  return aborted;
+}
+
 }  // namespace
 
 void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,
@@ -61,6 +100,9 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
   check_model_name(work->model, runtime);
   GenerationRequest generation = work->generation;
   generation.prompt = build_prompt(*work, runtime);
+  if (work->stop_after_tool_call)
+    if (std::optional<int32_t> close = runtime.prompts->tokenizer().token_id("</tool_call>"))
+      generation.stop_token_ids.push_back(*close);
 
   const bool use_cache = state.options().response_cache_size > 0 && work->cacheable && !work->stream;
   if (use_cache) {
@@ -85,10 +127,10 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
                        : "the request waited for a slot until its deadline (--request-timeout); retry later",
                    std::nullopt, "rate_limit_exceeded");
   }
-  state.metrics().request_queue_time.observe(admitted.queued_seconds);
   generation.deadline = deadline;
 
   RequestHandle handle;
+  const auto submitted = std::chrono::steady_clock::now();
   try {
     handle = runtime.engine->submit(std::move(generation));
   } catch (const Error& e) {
@@ -97,7 +139,8 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
   InFlightRequests::Entry in_flight(state.in_flight(), handle.id);
   const Tokenizer& tokenizer = runtime.prompts->tokenizer();
   auto output =
-      std::make_unique<CompletionOutput>(*work, runtime.served_model_name, tokenizer, state.metrics(), arrival);
+      std::make_unique<CompletionOutput>(*work, runtime.served_model_name, tokenizer, state.metrics(),
+                                         CompletionOutput::Timing{arrival, admitted.queued_seconds, submitted});
 
   if (work->stream) {
     auto stream = std::make_shared<SseStream>(work, std::move(output), *runtime.engine, handle,
@@ -111,13 +154,11 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
     return;
   }
 
-  std::vector<StreamDelta> deltas;
-  while (handle.stream->wait_drain(deltas)) {
-    output->absorb(deltas);
-    deltas.clear();
-  }
+  const bool client_gone = wait_for_completion(request, *runtime.engine, handle, *output, state.metrics());
   const Usage usage = handle.stream->usage();
   output->record_finished(usage);
+  // Written to nobody; 499 (nginx's "client closed request") keeps the status metrics honest.
+  if (client_gone) throw ApiError(499, "client_closed_request", "the client closed the connection");
   if (output->failure()) throw *output->failure();
   nlohmann::json result = output->final_response(usage);
   if (use_cache && every_choice_completed(result)) state.response_cache().insert(work->cache_key, result);

@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -21,6 +22,13 @@ class DrainableHttpServer : public httplib::Server {
   void close_listener() {
     const socket_t listener = svr_sock_;
     if (listener != INVALID_SOCKET) ::shutdown(listener, SHUT_RDWR);
+  }
+  // cpp-httplib 0.11 listens with a backlog of 5: a burst of connections (hundreds of clients opening streams at once)
+  // overflows it while the accept thread waits for a core, and the kernel drops their SYNs, which the clients retry
+  // only after 1 s, 3 s, ... Calling listen() again on the bound socket raises the backlog (capped by somaxconn).
+  bool widen_backlog() {
+    const socket_t listener = svr_sock_;
+    return listener != INVALID_SOCKET && ::listen(listener, SOMAXCONN) == 0;
   }
 };
 
@@ -90,6 +98,19 @@ void apply_cors(const ServerOptions& options, const httplib::Request& request, h
   }
 }
 
+// Every pool thread may hold a connection: the soft limit on open files (often 1 024) must leave room for all of them
+// plus the model and log files. Raised up to the hard limit when needed; a warning says when even that is short.
+void ensure_open_file_limit(size_t connections) {
+  const rlim_t needed = static_cast<rlim_t>(connections) + 256;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) return;
+  const rlim_t raised = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
+  limit.rlim_cur = raised;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) spdlog::info("raised the open-file limit to {}", raised);
+  if (raised < needed)
+    spdlog::warn("the open-file limit ({}) is below {} connections + 256; raise `ulimit -Hn`", raised, connections);
+}
+
 void write_error(httplib::Response& response, const ApiError& error) {
   write_json(response, error.status(), error.to_json());
 }
@@ -104,6 +125,7 @@ HttpServer::HttpServer(ServerState& state) : state_(state), server_(std::make_un
   // One thread per open connection (httplib's model): sized for every admitted and queued stream plus headroom for
   // /health, /metrics and requests that are about to be refused.
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  ensure_open_file_limit(threads);
   server_->set_payload_max_length(options.max_body_bytes);
   server_->set_read_timeout(options.read_timeout_seconds, 0);
   server_->set_write_timeout(options.write_timeout_seconds, 0);
@@ -184,6 +206,7 @@ int HttpServer::bind() {
   if (port <= 0)
     throw Error(ErrorKind::kUnavailable, "cannot listen on " + options.host + ":" + std::to_string(options.port) +
                                              " (address in use or not available)");
+  if (!server_->widen_backlog()) spdlog::warn("could not raise the listen backlog; bursts of connections may stall");
   return port;
 }
 

@@ -60,25 +60,24 @@ const char* type_name(int type) {
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
-    : upper_bounds_(std::move(upper_bounds)), bucket_counts_(upper_bounds_.size() + 1, 0) {
+    : upper_bounds_(std::move(upper_bounds)), bucket_counts_(upper_bounds_.size() + 1) {
   QINFER_CHECK(std::is_sorted(upper_bounds_.begin(), upper_bounds_.end()), "histogram bounds must ascend");
 }
 
 void Histogram::observe(double value) {
   size_t bucket =
       static_cast<size_t>(std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) - upper_bounds_.begin());
-  std::lock_guard lock(mutex_);
-  ++bucket_counts_[bucket];
-  sum_ += value;
+  bucket_counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(value, std::memory_order_relaxed);
 }
 
 Histogram::Snapshot Histogram::snapshot() const {
   Snapshot snapshot;
   snapshot.upper_bounds = upper_bounds_;
-  std::lock_guard lock(mutex_);
   uint64_t running = 0;
-  for (uint64_t count : bucket_counts_) snapshot.cumulative_counts.push_back(running += count);
-  snapshot.sum = sum_;
+  for (const std::atomic<uint64_t>& count : bucket_counts_)
+    snapshot.cumulative_counts.push_back(running += count.load(std::memory_order_relaxed));
+  snapshot.sum = sum_.load(std::memory_order_relaxed);
   return snapshot;
 }
 

@@ -1,6 +1,6 @@
 // A small Prometheus metrics registry: counters, gauges and histograms, optionally labelled, rendered in the text
 // exposition format (version 0.0.4). Metric objects live as long as the registry and are updated lock-free (counters,
-// gauges) or under a per-histogram mutex; render() may run concurrently with updates.
+// gauges, histogram buckets and sums); render() may run concurrently with updates.
 #pragma once
 
 #include <atomic>
@@ -50,10 +50,11 @@ class Histogram {
   Snapshot snapshot() const;
 
  private:
+  // Lock-free: every streamed token observes the inter-token histogram from its own connection thread. A scrape may
+  // see a count and the sum from slightly different instants, as with Prometheus' own client libraries.
   const std::vector<double> upper_bounds_;
-  mutable std::mutex mutex_;
-  std::vector<uint64_t> bucket_counts_;  // [upper_bounds.size() + 1], not cumulative
-  double sum_ = 0;
+  std::vector<std::atomic<uint64_t>> bucket_counts_;  // [upper_bounds.size() + 1], not cumulative
+  std::atomic<double> sum_{0.0};
 };
 
 class MetricsRegistry {

@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -192,6 +193,44 @@ std::vector<int32_t> parse_id_array(const Json& value, const std::string& param)
   return ids;
 }
 
+// tool_choice: "auto" (default), "none" (tools left out of the prompt, nothing parsed), "required", or
+// {"type": "function", "function": {"name": N}} with N one of `tools`. The last two are forced by prefilling the
+// assistant turn (CompletionWork::assistant_prefill), not by guided decoding.
+void parse_tool_choice(const Json& body, const Json& tools, CompletionWork& work) {
+  const Json* choice = find(body, "tool_choice");
+  const std::string expected =
+      R"(tool_choice must be "auto", "none", "required" or {"type": "function", "function": {"name": ...}})";
+  std::optional<std::string> forced_name;
+  std::string mode = "auto";
+  if (choice && choice->is_string()) {
+    mode = choice->get<std::string>();
+    if (mode != "auto" && mode != "none" && mode != "required") throw invalid_field("tool_choice", expected);
+  } else if (choice) {
+    const Json* function = choice->is_object() ? find(*choice, "function") : nullptr;
+    const Json* name = function && function->is_object() ? find(*function, "name") : nullptr;
+    if (!name || !name->is_string() || (choice->contains("type") && (*choice)["type"] != "function"))
+      throw invalid_field("tool_choice", expected + ", got " + choice->dump());
+    forced_name = name->get<std::string>();
+    mode = "function";
+  }
+  if (mode != "auto" && mode != "none" && tools.is_null())
+    throw invalid_field("tool_choice", "tool_choice \"" + mode + "\" needs a non-empty tools list");
+  if (forced_name && std::none_of(tools.begin(), tools.end(),
+                                  [&](const Json& tool) { return tool["function"]["name"] == *forced_name; }))
+    throw invalid_field("tool_choice", "tool_choice names the function '" + *forced_name + "', which is not in tools");
+  if (mode == "none") return;
+  work.chat.tools = tools;
+  work.parse_tool_calls = !tools.is_null();
+  if (mode == "required") work.assistant_prefill = "<tool_call>\n";
+  if (forced_name) {
+    // The same shape as the chat template's own rendering of a call: {"name": "N", "arguments": {...}}.
+    work.assistant_prefill =
+        "<tool_call>\n{\"name\": " + Json(*forced_name).dump(-1, ' ', false, Json::error_handler_t::replace) +
+        ", \"arguments\": ";
+    work.stop_after_tool_call = true;
+  }
+}
+
 void parse_template_options(const Json& body, ChatTemplateInputs& chat) {
   chat.add_generation_prompt = bool_field(body, "add_generation_prompt").value_or(true);
   if (const Json* kwargs = find(body, "chat_template_kwargs")) {
@@ -248,18 +287,10 @@ CompletionWork parse_chat_request(const Json& body, const GenerationDefaults& de
     if (!work.generation.logprobs) throw invalid_field("top_logprobs", "top_logprobs needs logprobs: true");
     work.generation.sampling.num_top_logprobs = static_cast<int>(*top);
   }
-  Json tools = parse_tools(body);
-  std::string tool_choice = "auto";
-  if (const Json* choice = find(body, "tool_choice")) {
-    if (!choice->is_string() || (*choice != "auto" && *choice != "none"))
-      throw invalid_field("tool_choice",
-                          "tool_choice must be \"auto\" or \"none\" (\"required\" and named functions need guided "
-                          "decoding, which qinfer does not have yet)");
-    tool_choice = choice->get<std::string>();
-  }
-  if (tool_choice != "none") work.chat.tools = tools;
-  work.parse_tool_calls = !work.chat.tools.is_null();
+  parse_tool_choice(body, parse_tools(body), work);
   parse_template_options(body, work.chat);
+  if (!work.assistant_prefill.empty() && !work.chat.add_generation_prompt)
+    throw invalid_field("tool_choice", "a required or named tool_choice needs add_generation_prompt: true");
   return work;
 }
 

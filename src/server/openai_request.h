@@ -26,6 +26,11 @@ struct CompletionWork {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool parse_tool_calls = false;
+  // tool_choice "required" or a named function: the start of the assistant turn the server writes for the model
+  // (`<tool_call>\n`, plus `{"name": "N", "arguments": ` when named). It is appended to the generation prompt and
+  // fed to the tool-call parser as text already generated. Empty otherwise.
+  std::string assistant_prefill;
+  bool stop_after_tool_call = false;  // named function: exactly one call, generation stops at its closing tag
   // The body without per-delivery fields (stream, stream_options, user), sorted: the response-cache key.
   std::string cache_key;
   bool cacheable = false;  // greedy or seeded

@@ -20,9 +20,9 @@ SseStream::SseStream(std::shared_ptr<const CompletionWork> work, std::unique_ptr
 
 bool SseStream::pump(httplib::DataSink& sink) {
   if (ended_) return false;
-  std::vector<StreamDelta> deltas;
-  const bool more = handle_.stream->wait_drain(deltas, kHeartbeatInterval);
-  std::string events = output_->stream_events(deltas);
+  deltas_.clear();
+  const bool more = handle_.stream->wait_drain(deltas_, kHeartbeatInterval);
+  std::string events = output_->stream_events(deltas_);
   const bool failed = output_->failure().has_value();
   if (failed) events += sse_event(output_->failure()->to_json());
   if (!more || failed) {

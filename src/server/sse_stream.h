@@ -39,7 +39,8 @@ class SseStream {
   std::optional<Admission::Slot> slot_;
   std::optional<InFlightRequests::Entry> in_flight_;
   ServerMetrics& metrics_;
-  bool ended_ = false;  // [DONE] written
+  std::vector<StreamDelta> deltas_;  // reused by every pump
+  bool ended_ = false;               // [DONE] written
 };
 
 }  // namespace qinfer::server

@@ -1,5 +1,6 @@
 #include "server/tool_call_parser.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace qinfer::server {
@@ -42,21 +43,37 @@ ToolCallParser::Output ToolCallParser::push(std::string_view text) {
     }
     size_t close = buffer_.find(kClose);
     if (close == std::string::npos) return out;
-    parse_call(std::string_view(buffer_).substr(0, close), out);
+    const std::string_view body = std::string_view(buffer_).substr(0, close);
+    // Not a call we understand: keep the model's text visible rather than dropping it.
+    if (!parse_call(body, out)) out.content += unparsed_call_text(body) + std::string(kClose);
     buffer_.erase(0, close + kClose.size());
     in_call_ = false;
+    prefill_bytes_ = 0;
   }
 }
 
 ToolCallParser::Output ToolCallParser::finish() {
   Output out;
-  out.content = in_call_ ? std::string(kOpen) + buffer_ : buffer_;
+  // A call left open whose body is complete (the model stopped right after the JSON, e.g. at a stop token) counts.
+  if (in_call_ && !parse_call(buffer_, out)) out.content = unparsed_call_text(buffer_);
+  if (!in_call_) out.content = buffer_;
   buffer_.clear();
   in_call_ = false;
+  prefill_bytes_ = 0;
   return out;
 }
 
-void ToolCallParser::parse_call(std::string_view body, Output& out) {
+void ToolCallParser::push_prefill(std::string_view text) {
+  push(text);
+  prefill_bytes_ = in_call_ ? buffer_.size() : 0;
+}
+
+std::string ToolCallParser::unparsed_call_text(std::string_view body) const {
+  if (prefill_bytes_ > 0) return std::string(body.substr(std::min(prefill_bytes_, body.size())));
+  return std::string(kOpen) + std::string(body);
+}
+
+bool ToolCallParser::parse_call(std::string_view body, Output& out) {
   nlohmann::ordered_json call = nlohmann::ordered_json::parse(trim(body), nullptr, false);
   bool valid = call.is_object() && call.contains("name") && call["name"].is_string();
   if (valid && call.contains("arguments")) {
@@ -64,11 +81,7 @@ void ToolCallParser::parse_call(std::string_view body, Output& out) {
     valid = arguments.is_object() ||
             (arguments.is_string() && nlohmann::json::parse(arguments.get<std::string>(), nullptr, false).is_object());
   }
-  if (!valid) {
-    // Not a call we understand: keep the model's text visible rather than dropping it.
-    out.content += std::string(kOpen) + std::string(body) + std::string(kClose);
-    return;
-  }
+  if (!valid) return false;
   ParsedToolCall parsed;
   parsed.name = call["name"].get<std::string>();
   if (!call.contains("arguments")) {
@@ -80,6 +93,7 @@ void ToolCallParser::parse_call(std::string_view body, Output& out) {
   }
   out.calls.push_back(std::move(parsed));
   ++num_calls_;
+  return true;
 }
 
 }  // namespace qinfer::server

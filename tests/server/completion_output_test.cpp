@@ -22,8 +22,11 @@ class CompletionOutputTest : public ::testing::Test {
   }
   // The text pieces a model might stream, split inside the tags and inside the JSON.
   std::vector<StreamDelta> deltas() const {
-    const std::vector<std::string> pieces = {"Checking", " now.\n<tool", "_call>\n{\"name\": \"get_",
-                                             "weather\", \"arguments\": {\"city\": \"Pa", "ris\"}}\n</tool_call>"};
+    return deltas_of({"Checking", " now.\n<tool", "_call>\n{\"name\": \"get_",
+                      "weather\", \"arguments\": {\"city\": \"Pa", "ris\"}}\n</tool_call>"});
+  }
+  // One delta per piece, one token each; the last one finishes with "stop".
+  static std::vector<StreamDelta> deltas_of(const std::vector<std::string>& pieces) {
     std::vector<StreamDelta> out;
     for (size_t i = 0; i < pieces.size(); ++i) {
       StreamDelta d;
@@ -33,6 +36,10 @@ class CompletionOutputTest : public ::testing::Test {
       out.push_back(d);
     }
     return out;
+  }
+  static CompletionOutput::Timing now_timing() {
+    const auto now = std::chrono::steady_clock::now();
+    return {now, 0.0, now};
   }
   static std::vector<Json> events(const std::string& sse) {
     std::vector<Json> out;
@@ -53,7 +60,7 @@ class CompletionOutputTest : public ::testing::Test {
 };
 
 TEST_F(CompletionOutputTest, StreamedToolCallIsSentWholeAndNoTagTextLeaks) {
-  CompletionOutput output(work_, "m", *tokenizer_, metrics_, std::chrono::steady_clock::now());
+  CompletionOutput output(work_, "m", *tokenizer_, metrics_, now_timing());
   std::string sse;
   for (StreamDelta& delta : deltas()) {
     std::vector<StreamDelta> one = {delta};
@@ -95,7 +102,7 @@ TEST_F(CompletionOutputTest, StreamedToolCallIsSentWholeAndNoTagTextLeaks) {
 }
 
 TEST_F(CompletionOutputTest, NonStreamedToolCall) {
-  CompletionOutput output(work_, "m", *tokenizer_, metrics_, std::chrono::steady_clock::now());
+  CompletionOutput output(work_, "m", *tokenizer_, metrics_, now_timing());
   std::vector<StreamDelta> all = deltas();
   output.absorb(all);
   Json response = output.final_response(Usage{10, 5, 3});
@@ -109,13 +116,85 @@ TEST_F(CompletionOutputTest, NonStreamedToolCall) {
 }
 
 TEST_F(CompletionOutputTest, DeadlineAndErrorsBecomeFailures) {
-  CompletionOutput output(work_, "m", *tokenizer_, metrics_, std::chrono::steady_clock::now());
+  CompletionOutput output(work_, "m", *tokenizer_, metrics_, now_timing());
   StreamDelta delta;
   delta.finish_reason = FinishReason::kDeadline;
   std::vector<StreamDelta> one = {delta};
   output.absorb(one);
   ASSERT_TRUE(output.failure());
   EXPECT_EQ(output.failure()->status(), 504);
+}
+
+// tool_choice named: the prompt ends with the start of the call, the model writes only the arguments. Split over
+// deltas, with and without the closing tag (the stop token may or may not reach the text), streamed and not.
+TEST_F(CompletionOutputTest, PrefilledNamedCallIsParsedFromTheArgumentsAlone) {
+  work_.assistant_prefill = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
+  work_.stop_after_tool_call = true;
+  for (const std::string closing : {"}\n</tool_call>", "}"}) {
+    const std::vector<StreamDelta> all = deltas_of({"{\"city\"", ": \"Pa", "ris\"}", closing});
+    CompletionOutput plain(work_, "m", *tokenizer_, metrics_, now_timing());
+    std::vector<StreamDelta> copy = all;
+    plain.absorb(copy);
+    const Json response = plain.final_response(Usage{10, 4, 0});
+    const Json& message = response["choices"][0]["message"];
+    EXPECT_TRUE(message["content"].is_null()) << message.dump();
+    ASSERT_EQ(message["tool_calls"].size(), 1u) << closing;
+    EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+    EXPECT_EQ(Json::parse(message["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+              Json({{"city", "Paris"}}));
+    EXPECT_EQ(response["choices"][0]["finish_reason"], "tool_calls");
+
+    CompletionOutput streamed(work_, "m", *tokenizer_, metrics_, now_timing());
+    std::string sse;
+    for (const StreamDelta& delta : all) {
+      std::vector<StreamDelta> one = {delta};
+      sse += streamed.stream_events(one);
+    }
+    std::string content, name, finish;
+    for (const Json& chunk : events(sse))
+      for (const Json& choice : chunk["choices"]) {
+        if (choice["delta"].contains("content")) content += choice["delta"]["content"].get<std::string>();
+        if (choice["delta"].contains("tool_calls")) name = choice["delta"]["tool_calls"][0]["function"]["name"];
+        if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+      }
+    EXPECT_EQ(content, "");
+    EXPECT_EQ(name, "get_weather");
+    EXPECT_EQ(finish, "tool_calls");
+  }
+}
+
+// Content-only deltas skip the JSON DOM (CompletionOutput::content_event); every such event must be byte for byte the
+// DOM rendering of the chunk, for text that needs escaping and for invalid UTF-8 (replaced, as the DOM path does).
+TEST_F(CompletionOutputTest, ContentEventsEqualTheJsonDomRendering) {
+  const std::vector<std::string> pieces = {
+      "plain", " \"quoted\" \\ back", "line\nbreak\ttab\x01", "caf\xC3\xA9 \xE4\xB8\xAD", "bad \xFF byte", "</script>"};
+  for (ApiKind kind : {ApiKind::kChat, ApiKind::kCompletion}) {
+    work_.kind = kind;
+    work_.parse_tool_calls = false;
+    CompletionOutput output(work_, "my-model", *tokenizer_, metrics_, now_timing());
+    std::vector<std::string> sse;
+    for (const StreamDelta& delta : deltas_of(pieces)) {
+      std::vector<StreamDelta> one = {delta};
+      sse.push_back(output.stream_events(one));
+    }
+    const bool chat = kind == ApiKind::kChat;
+    const Json first = events(sse[0]).back();  // chat: after the role chunk
+    for (size_t i = 0; i + 1 < pieces.size(); ++i) {
+      Json item = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+      if (chat)
+        item["delta"] = {{"content", pieces[i]}};
+      else
+        item["text"] = pieces[i];
+      const Json expected = {
+          {"id", first["id"]},           {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", first["created"]}, {"model", "my-model"},
+          {"choices", {item}},           {"usage", nullptr}};
+      const std::string expected_event =
+          "data: " + expected.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
+      const std::string& event = sse[i];
+      EXPECT_EQ(event.substr(event.size() - expected_event.size()), expected_event) << "piece " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -93,6 +93,35 @@ TEST(OpenAiRequest, MessagesAreNormalised) {
                    .parse_tool_calls);
 }
 
+// tool_choice required / named: forced by prefilling the assistant turn with the start of a call, in the shape the
+// Qwen3 template renders calls (`<tool_call>\n{"name": "N", "arguments": ...}`).
+TEST(OpenAiRequest, ForcedToolChoicePrefillsTheAssistantTurn) {
+  const Json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
+                      {{"type", "function"}, {"function", {{"name", "say \"hi\""}}}}};
+  CompletionWork required = parse_chat_request(chat({{"tools", tools}, {"tool_choice", "required"}}), model_defaults());
+  EXPECT_EQ(required.assistant_prefill, "<tool_call>\n");
+  EXPECT_FALSE(required.stop_after_tool_call);
+  EXPECT_TRUE(required.parse_tool_calls);
+  CompletionWork named = parse_chat_request(
+      chat({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "say \"hi\""}}}}}}),
+      model_defaults());
+  EXPECT_EQ(named.assistant_prefill, "<tool_call>\n{\"name\": \"say \\\"hi\\\"\", \"arguments\": ");
+  EXPECT_TRUE(named.stop_after_tool_call);
+  EXPECT_EQ(named.chat.tools, tools);
+  CompletionWork automatic = parse_chat_request(chat({{"tools", tools}, {"tool_choice", "auto"}}), model_defaults());
+  EXPECT_TRUE(automatic.assistant_prefill.empty());
+  CompletionWork none = parse_chat_request(chat({{"tools", tools}, {"tool_choice", "none"}}), model_defaults());
+  EXPECT_TRUE(none.chat.tools.is_null());
+  EXPECT_TRUE(none.assistant_prefill.empty());
+
+  EXPECT_EQ(
+      refused_param(chat({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "x"}}}}}})),
+      "tool_choice");  // not one of the tools
+  EXPECT_EQ(refused_param(chat({{"tools", tools}, {"tool_choice", {{"type", "function"}}}})), "tool_choice");
+  EXPECT_EQ(refused_param(chat({{"tools", tools}, {"tool_choice", "required"}, {"add_generation_prompt", false}})),
+            "tool_choice");
+}
+
 TEST(OpenAiRequest, BadFieldsNameTheParam) {
   EXPECT_EQ(refused_param(Json::array()), "<none>");
   EXPECT_EQ(refused_param({{"model", "m"}}), "messages");
@@ -108,7 +137,8 @@ TEST(OpenAiRequest, BadFieldsNameTheParam) {
   EXPECT_EQ(refused_param(chat({{"top_logprobs", 2}})), "top_logprobs");
   EXPECT_EQ(refused_param(chat({{"logprobs", true}, {"top_logprobs", 21}})), "top_logprobs");
   EXPECT_EQ(refused_param(chat({{"tools", {{{"type", "function"}}}}})), "tools[0]");
-  EXPECT_EQ(refused_param(chat({{"tool_choice", "required"}})), "tool_choice");
+  EXPECT_EQ(refused_param(chat({{"tool_choice", "required"}})), "tool_choice");  // no tools
+  EXPECT_EQ(refused_param(chat({{"tool_choice", "any"}})), "tool_choice");
   EXPECT_EQ(refused_param(chat({{"stop_token_ids", {-1}}})), "stop_token_ids");
   EXPECT_EQ(refused_param(chat({{"chat_template_kwargs", 3}})), "chat_template_kwargs");
   EXPECT_EQ(refused_param({{"prompt", 5}}, ApiKind::kCompletion), "prompt");

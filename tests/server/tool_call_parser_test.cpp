@@ -71,5 +71,32 @@ TEST(ToolCallParser, UnterminatedCallAndPartialTagAreFlushedAtTheEnd) {
   EXPECT_EQ(open.finish().content, "<tool_call>{\"name\"");
 }
 
+TEST(ToolCallParser, OpenCallWithACompleteBodyCountsAtTheEnd) {
+  ToolCallParser parser;
+  EXPECT_EQ(parser.push("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": [1, 2]}}\n").content, "");
+  ToolCallParser::Output end = parser.finish();
+  EXPECT_EQ(end.content, "");
+  ASSERT_EQ(end.calls.size(), 1u);
+  EXPECT_EQ(end.calls[0].name, "f");
+  EXPECT_EQ(nlohmann::json::parse(end.calls[0].arguments), nlohmann::json::parse(R"({"x": [1, 2]})"));
+}
+
+TEST(ToolCallParser, PrefillIsParsedButNeverShownAsContent) {
+  ToolCallParser named;
+  named.push_prefill("<tool_call>\n{\"name\": \"f\", \"arguments\": ");
+  ToolCallParser::Output out = named.push("{\"x\": 1}}\n</tool_call>");
+  ASSERT_EQ(out.calls.size(), 1u);
+  EXPECT_EQ(out.calls[0].name, "f");
+  EXPECT_EQ(out.content, "");
+  ToolCallParser broken;
+  broken.push_prefill("<tool_call>\n{\"name\": \"f\", \"arguments\": ");
+  EXPECT_EQ(broken.push("oops").content, "");
+  EXPECT_EQ(broken.finish().content, "oops");
+  ToolCallParser closed_broken;
+  closed_broken.push_prefill("<tool_call>\n");
+  out = closed_broken.push("not json</tool_call>then <tool_call>bad</tool_call>");
+  EXPECT_EQ(out.content, "not json</tool_call>then <tool_call>bad</tool_call>");
+}
+
 }  // namespace
 }  // namespace qinfer::server

@@ -3,13 +3,24 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startServer, postJson, parseSse, metricValue } from './harness.mjs';
+import { startServer, rawRequest, postJson, parseSse, metricValue } from './harness.mjs';
 
 const NUM_STREAMS = Number(process.env.QINFER_TEST_STREAMS ?? 64);
 let server;
 
 before(async () => { server = await startServer(['--max-num-seqs', '64']); });
 after(async () => { await server.stop(); });
+
+// Polls a metric until it has `value` (or 10 s pass); returns the last value read.
+async function waitForMetric(name, value, intervalMs) {
+  const deadline = Date.now() + 10000;
+  let current;
+  do {
+    await new Promise((r) => setTimeout(r, intervalMs));
+    current = await metricValue(server.url, name);
+  } while (current !== value && Date.now() < deadline);
+  return current;
+}
 
 function streamedText(body) {
   return parseSse(body).slice(0, -1).map((d) => JSON.parse(d))
@@ -60,4 +71,21 @@ test('disconnect mid-stream aborts the request', { timeout: 30000 }, async () =>
   assert.ok((await metricValue(server.url, 'qinfer_client_disconnects_total')) >= 1);
   const usage = await metricValue(server.url, 'qinfer_kv_cache_usage_ratio');
   assert.ok(usage < 0.5, `KV usage ${usage} after the abort`);
+});
+
+test('disconnect while waiting for a non-streamed answer aborts the request', { timeout: 30000 }, async () => {
+  const disconnectsBefore = await metricValue(server.url, 'qinfer_client_disconnects_total');
+  const req = http.request(server.url + '/v1/chat/completions',
+    { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, () => {});
+  req.on('error', () => {});
+  req.end(JSON.stringify({ messages: [{ role: 'user', content: 'long' }], max_tokens: 1000, ignore_eos: true,
+    temperature: 0 }));
+  // Once the engine runs it, the client goes away; without disconnect detection it would run all 1000 tokens.
+  assert.equal(await waitForMetric('qinfer_requests_running', 1, 20), 1);
+  req.destroy();
+  assert.equal(await waitForMetric('qinfer_requests_running', 0, 50), 0);
+  assert.equal(await metricValue(server.url, 'qinfer_client_disconnects_total'), disconnectsBefore + 1);
+  const aborted = (await rawRequest(server.url, 'GET', '/metrics')).body
+    .split('\n').find((l) => l.startsWith('qinfer_request_success_total{finished_reason="abort"}'));
+  assert.ok(aborted && Number(aborted.split(' ').pop()) >= 1, 'the request finished as aborted');
 });

@@ -1,0 +1,65 @@
+#include "server/client_connection.h"
+
+#include <dirent.h>
+#include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+
+namespace qinfer::server {
+namespace {
+
+struct Endpoint {
+  std::string address;  // numeric, as cpp-httplib writes Request::remote_addr / local_addr
+  int port = -1;
+};
+
+std::optional<Endpoint> endpoint_of(const sockaddr_storage& address, socklen_t length) {
+  char host[NI_MAXHOST];
+  char service[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&address), length, host, sizeof host, service, sizeof service,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return std::nullopt;
+  return Endpoint{host, std::atoi(service)};
+}
+
+bool is_connection(int fd, const httplib::Request& request) {
+  sockaddr_storage local{};
+  socklen_t local_length = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0) return false;  // not a socket
+  if (local.ss_family != AF_INET && local.ss_family != AF_INET6) return false;
+  std::optional<Endpoint> local_end = endpoint_of(local, local_length);
+  if (!local_end || local_end->port != request.local_port || local_end->address != request.local_addr) return false;
+  sockaddr_storage peer{};
+  socklen_t peer_length = sizeof peer;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) return false;  // e.g. the listener
+  std::optional<Endpoint> peer_end = endpoint_of(peer, peer_length);
+  return peer_end && peer_end->port == request.remote_port && peer_end->address == request.remote_addr;
+}
+
+}  // namespace
+
+std::optional<ClientConnection> ClientConnection::of(const httplib::Request& request) {
+  std::unique_ptr<DIR, int (*)(DIR*)> descriptors(opendir("/proc/self/fd"), closedir);
+  if (!descriptors || request.remote_port <= 0 || request.local_port <= 0) return std::nullopt;
+  while (const dirent* entry = readdir(descriptors.get())) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dirfd(descriptors.get())) continue;
+    if (is_connection(static_cast<int>(fd), request)) return ClientConnection(static_cast<int>(fd));
+  }
+  return std::nullopt;
+}
+
+bool ClientConnection::closed_by_peer() const {
+  char byte = 0;
+  const ssize_t got = recv(socket_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got > 0) return false;  // the client sent more (a pipelined request): still there
+  if (got == 0) return true;  // orderly close
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+}  // namespace qinfer::server

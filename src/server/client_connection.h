@@ -1,0 +1,33 @@
+// Notices a client that closed its connection while its non-streamed request waits for the engine (a streamed
+// request notices it through failed writes instead, see sse_stream.h).
+//
+// cpp-httplib 0.11 does not hand handlers their socket, so the socket is found by the connection's four addresses,
+// which identify one TCP connection (getsockname/getpeername over this process's descriptors). A closed peer is
+// seen with a non-blocking recv(MSG_PEEK): 0 bytes (FIN) or a reset. A client that half-closes its sending side
+// after the request (shutdown(SHUT_WR)) therefore looks gone; HTTP clients do not do that.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace httplib {
+struct Request;
+}
+
+namespace qinfer::server {
+
+class ClientConnection {
+ public:
+  // The socket `request` arrived on; nullopt when it cannot be found (then nothing is watched). Scans the open
+  // descriptors once: O(open descriptors) system calls.
+  static std::optional<ClientConnection> of(const httplib::Request& request);
+
+  // True once the peer closed or reset the connection. Never blocks, never consumes data.
+  bool closed_by_peer() const;
+
+ private:
+  explicit ClientConnection(int socket) : socket_(socket) {}
+  int socket_;  // owned by cpp-httplib's connection thread, which is the thread calling us
+};
+
+}  // namespace qinfer::server

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "util/html_escape.h"
+
 namespace qinfer::loadgen {
 
 namespace {
@@ -28,29 +30,6 @@ std::string coordinate(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f", value);
   return text;
-}
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
 }
 
 struct Point {
@@ -122,7 +101,7 @@ void append_panel(std::string& svg, const std::vector<const BenchReport*>& runs,
                  color + "\"/>\n";
     }
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"2\" points=\"" + polyline +
-           "\"><title>" + xml_escape(runs[i]->label) + "</title></polyline>\n" + markers;
+           "\"><title>" + html_escape(runs[i]->label) + "</title></polyline>\n" + markers;
   }
   svg += "</g>\n";
 }
@@ -165,7 +144,7 @@ std::string svg_chart(const std::vector<const BenchReport*>& runs) {
     svg += "<line x1=\"" + coordinate(legend_x) + "\" y1=\"" + y + "\" x2=\"" + coordinate(legend_x + 24) + "\" y2=\"" +
            y + "\" stroke=\"" + kColors[i % kColors.size()] + "\" stroke-width=\"2\"/>\n";
     svg += "<text x=\"" + coordinate(legend_x + 30) + "\" y=\"" + coordinate(kPanelHeight + 19) +
-           "\" font-size=\"12\">" + xml_escape(runs[i]->label) + "</text>\n";
+           "\" font-size=\"12\">" + html_escape(runs[i]->label) + "</text>\n";
     legend_x += 40 + 8 * static_cast<double>(runs[i]->label.size());
   }
   svg += "</svg>\n";

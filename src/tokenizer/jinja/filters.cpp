@@ -9,6 +9,7 @@
 #include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/python_format.h"
 #include "tokenizer/jinja/utf8_text.h"
+#include "util/html_escape.h"
 
 namespace qinfer::jinja {
 
@@ -290,31 +291,7 @@ int64_t count_words(const std::string& text) {
   return words;
 }
 
-Value escape(const Value& subject) {
-  std::string out;
-  for (char c : soft_str(subject)) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return Value::string(std::move(out));
-}
+Value escape(const Value& subject) { return Value::string(html_escape(soft_str(subject))); }
 
 Value first_or_last(const Value& subject, bool first) {
   if (subject.kind() == Value::Kind::kGenerator) {  // first takes one item (next()); last needs reversed()

@@ -2,7 +2,8 @@
 # Runs every GPU test and benchmark of the CUDA backend on the GPU machine in one go and prints a short table last.
 # Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]   (carry .assets/qwen3-tokenizer too, for the serve smoke test)
 #   QUICK=1: tests, kernel bench and latency only (no serve smoke, no throughput runs); PROFILE=1: also an Nsight
-#   Systems kernel summary of a batch-1 1 K run when nsys is installed.
+#   Systems kernel summary of a batch-1 1 K run when nsys is installed; PARITY=1: tools/hf_parity_4b.py (the full-size
+#   random 4B against transformers; PARITY_WORK: where its 8 GB checkpoint goes, default /tmp/parity4b).
 #   BIN_DIR holds prebuilt binaries, looked up by name: cuda_backend_tests, cuda_kernel_bench, qinfer (default
 #   build-cuda). The build folder is larger than a GPU call carries, so copy and strip them first, e.g.
 #     mkdir -p build-gpu && cp build-cuda/tests/backend/cuda/cuda_backend_tests build-cuda/bench/cuda/cuda_kernel_bench \
@@ -126,6 +127,12 @@ if [[ -n $qinfer && -z ${QUICK:-} ]]; then
     --max-model-len 4096 --no-enable-prefix-caching
 elif [[ -z $qinfer ]]; then
   summary+=("| latency | no qinfer binary with 'bench' in $bin_dir |")
+fi
+# Full-size parity against transformers when asked.
+if [[ -n $qinfer && -n ${PARITY:-} ]]; then
+  python3 "$repo/tools/hf_parity_4b.py" --qinfer "$qinfer" --work "${PARITY_WORK:-/tmp/parity4b}" \
+    --out "$log_dir/parity4b.json" >"$log_dir/parity4b.log" 2>&1
+  summary+=("| 4B parity vs transformers | exit $?: $(grep -c ': ok' "$log_dir/parity4b.log") of 4 prompts ok (parity4b.log) |")
 fi
 # Kernel-level timeline of one batch-1 run (prefill of 1 K, then decode) when Nsight Systems is installed.
 if [[ -n $qinfer && -n ${PROFILE:-} ]] && command -v nsys >/dev/null; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what qinfer needs on a fresh Debian 12 machine (build tools, Debian -dev libraries, Node.js for the test
-# clients, Chromium for the chat page's browser test) and fetches the test assets. Safe to run again: installed packages and fetched assets are kept.
+# clients, Chromium for the chat page's browser test) and fetches the test assets and the chat page's npm packages
+# (tools/fetch-test-assets.sh). Safe to run again: installed packages and fetched assets are kept.
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <unordered_set>
 
 #include "util/error.h"
 
@@ -106,6 +107,11 @@ std::vector<Sequence*> Scheduler::waiting_in_policy_order() const {
 void Scheduler::admit_waiting(int32_t& budget) {
   if (waiting_.empty()) return;
   bool admitted_any = false;
+  // Hashes of the full blocks this step computes for sequences admitted so far. A request whose next block to compute
+  // is among them waits one step and then maps that block from the prefix cache instead of computing it again (two
+  // chats with one system prompt arriving together).
+  std::unordered_set<uint64_t> blocks_computed_this_step;
+  const int32_t block_size = blocks_.block_size();
   for (Sequence* seq : waiting_in_policy_order()) {
     if (num_running() >= options_.max_num_seqs || budget <= 0) break;
     if (!fork_gate_open(*seq)) continue;
@@ -114,7 +120,11 @@ void Scheduler::admit_waiting(int32_t& budget) {
     bool can_fork = parent != nullptr && parent->status == SequenceStatus::kRunning &&
                     parent->num_computed >= parent->num_prompt_tokens;
     PrefixMatch match = can_fork ? blocks_.match_fork(*parent, *seq) : blocks_.match_prefix(*seq);
-    int32_t num_new = seq->num_tokens() - match.num_tokens(blocks_.block_size());
+    const size_t first_new_block = match.blocks.size();
+    if (!can_fork && blocks_.prefix_caching() && first_new_block < seq->block_hashes.size() &&
+        blocks_computed_this_step.contains(seq->block_hashes[first_new_block]))
+      continue;
+    int32_t num_new = seq->num_tokens() - match.num_tokens(block_size);
     if (!options_.enable_chunked_prefill && num_new > budget) break;
     num_new = std::min(num_new, budget);
     if (!blocks_.can_allocate(*seq, match, num_new)) break;
@@ -127,6 +137,9 @@ void Scheduler::admit_waiting(int32_t& budget) {
     seq->scheduled_in_step = step_counter_;
     running_.push_back(seq);
     scheduled_.push_back({seq, num_new});
+    const size_t computed_full_blocks = static_cast<size_t>((seq->num_computed + num_new) / block_size);
+    for (size_t b = first_new_block; b < std::min(computed_full_blocks, seq->block_hashes.size()); ++b)
+      blocks_computed_this_step.insert(seq->block_hashes[b]);
     budget -= num_new;
     admitted_any = true;
   }

@@ -124,6 +124,34 @@ TEST(Scheduler, LpmServesTheLongestCachedPrefixFirst) {
   expect_reference_outputs(harness);
 }
 
+TEST(Scheduler, SameStepSharedPrefixIsComputedOnce) {
+  // Two requests with one 40-token prompt (two full blocks of 16) arrive together: the second waits one step, then maps
+  // the first one's two blocks instead of computing them in the same step.
+  SchedulerHarness harness(model(64, 16), options(8, 256), true);
+  Sequence* first = harness.add(seq_spec(tokens_from(1, 40), 3, true));
+  Sequence* second = harness.add(seq_spec(tokens_from(1, 40), 3, true));
+  Sequence* other = harness.add(seq_spec(tokens_from(200, 40), 3, true));
+  harness.step();
+  EXPECT_EQ(first->status, SequenceStatus::kRunning);
+  EXPECT_EQ(second->status, SequenceStatus::kWaiting);
+  EXPECT_EQ(other->status, SequenceStatus::kRunning);  // unrelated prompts are not held back
+  EXPECT_TRUE(harness.run_to_completion());
+  EXPECT_EQ(first->num_cached_prompt_tokens, 0);
+  EXPECT_EQ(second->num_cached_prompt_tokens, 32);
+  expect_reference_outputs(harness);
+}
+
+TEST(Scheduler, SameStepSharedPrefixWithoutPrefixCachingRunsAtOnce) {
+  SchedulerHarness harness(model(64, 16), options(8, 256), false);
+  Sequence* first = harness.add(seq_spec(tokens_from(1, 40), 3, true));
+  Sequence* second = harness.add(seq_spec(tokens_from(1, 40), 3, true));
+  harness.step();
+  EXPECT_EQ(first->status, SequenceStatus::kRunning);
+  EXPECT_EQ(second->status, SequenceStatus::kRunning);
+  EXPECT_TRUE(harness.run_to_completion());
+  expect_reference_outputs(harness);
+}
+
 TEST(Scheduler, StopConditions) {
   FakeModelSpec spec = model();
   spec.vocab_size = 8;  // eos (0) comes up often

@@ -171,6 +171,7 @@ bool Engine::step() {
     const Batch& batch = scheduler_.schedule();
     if (!batch.sequences.empty()) {
       ran = true;
+      mark_scheduled();
       updates_.clear();
       try {
         std::vector<SampleResult> results = backend_.step(batch);
@@ -286,6 +287,15 @@ void Engine::send(RequestState& request, StreamDelta delta) {
   } catch (const std::exception& e) {
     // A misbehaving callback must not take the loop down for everyone else.
     spdlog::error("engine: on_output callback of request {} threw: {}", request.id, e.what());
+  }
+}
+
+void Engine::mark_scheduled() {
+  const auto now = Clock::now();
+  for (Sequence* seq : scheduler_.last_batch_sequences()) {
+    if (seq->num_output_tokens() > 0 || seq->num_preemptions > 0) continue;  // not its first scheduling
+    auto it = requests_.find(seq->request_id);
+    if (it != requests_.end()) it->second->stream->mark_scheduled(now);
   }
 }
 

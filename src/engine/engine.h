@@ -103,6 +103,7 @@ class Engine {
   void end_request(RequestState& request, FinishReason reason, const std::string& error);
   void send(RequestState& request, StreamDelta delta);
   void fail_batch(const std::string& error);
+  void mark_scheduled();  // the first-scheduled time of requests in the batch just scheduled
   void release_completed();
   void publish_stats();
 

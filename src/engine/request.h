@@ -69,10 +69,13 @@ class RequestStream {
   bool done() const;
   // Final usage; complete once the request is done.
   Usage usage() const;
+  // When the engine first put one of the request's sequences into a batch (its queue time ends there); empty before.
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled() const;
 
   // Engine side.
   void push(StreamDelta delta);
   void set_usage(const Usage& usage);
+  void mark_scheduled(std::chrono::steady_clock::time_point when);  // keeps the first time only
   void close();
 
  private:
@@ -81,6 +84,7 @@ class RequestStream {
   std::condition_variable ready_;
   std::deque<StreamDelta> deltas_;
   Usage usage_;
+  std::optional<std::chrono::steady_clock::time_point> first_scheduled_;
   bool closed_ = false;
 };
 

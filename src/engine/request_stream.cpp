@@ -25,6 +25,16 @@ Usage RequestStream::usage() const {
   return usage_;
 }
 
+std::optional<std::chrono::steady_clock::time_point> RequestStream::first_scheduled() const {
+  std::lock_guard lock(mutex_);
+  return first_scheduled_;
+}
+
+void RequestStream::mark_scheduled(std::chrono::steady_clock::time_point when) {
+  std::lock_guard lock(mutex_);
+  if (!first_scheduled_) first_scheduled_ = when;
+}
+
 void RequestStream::push(StreamDelta delta) {
   {
     std::lock_guard lock(mutex_);

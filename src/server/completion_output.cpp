@@ -31,9 +31,12 @@ CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model
 ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice) {
   const TimePoint now = std::chrono::steady_clock::now();
   if (!first_delta_seen_) {
-    // Queue time = the wait for a server slot + the engine's queue. The engine reports no per-request "first
-    // scheduled" time, so its part ends at the request's first output, which includes its prefill.
-    metrics_.request_queue_time.observe(timing_.slot_wait_seconds + seconds_between(timing_.submitted, now));
+    // Queue time = the wait for a server slot + the engine's queue, which ends when the engine first schedules the
+    // request (its first output when the stream has no such time).
+    const std::optional<TimePoint> first_scheduled =
+        timing_.engine_stream ? timing_.engine_stream->first_scheduled() : std::nullopt;
+    const TimePoint scheduled = first_scheduled.value_or(now);
+    metrics_.request_queue_time.observe(timing_.slot_wait_seconds + seconds_between(timing_.submitted, scheduled));
     first_delta_seen_ = true;
   }
   if (!delta.token_ids.empty()) {

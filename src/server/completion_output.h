@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -21,9 +22,10 @@ class CompletionOutput {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
   struct Timing {
-    TimePoint arrival;             // the HTTP request came in
-    double slot_wait_seconds = 0;  // waited for a server slot (admission)
-    TimePoint submitted;           // handed to the engine
+    TimePoint arrival;                                   // the HTTP request came in
+    double slot_wait_seconds = 0;                        // waited for a server slot (admission)
+    TimePoint submitted;                                 // handed to the engine
+    std::shared_ptr<const RequestStream> engine_stream;  // its first-scheduled time ends the queue time
   };
   // `model` is the served model name echoed in responses.
   CompletionOutput(const CompletionWork& work, std::string model, const Tokenizer& tokenizer, ServerMetrics& metrics,

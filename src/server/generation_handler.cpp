@@ -138,9 +138,9 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
   }
   InFlightRequests::Entry in_flight(state.in_flight(), handle.id);
   const Tokenizer& tokenizer = runtime.prompts->tokenizer();
-  auto output =
-      std::make_unique<CompletionOutput>(*work, runtime.served_model_name, tokenizer, state.metrics(),
-                                         CompletionOutput::Timing{arrival, admitted.queued_seconds, submitted});
+  auto output = std::make_unique<CompletionOutput>(
+      *work, runtime.served_model_name, tokenizer, state.metrics(),
+      CompletionOutput::Timing{arrival, admitted.queued_seconds, submitted, handle.stream});
 
   if (work->stream) {
     auto stream = std::make_shared<SseStream>(work, std::move(output), *runtime.engine, handle,

@@ -132,6 +132,26 @@ TEST(Engine, StreamsTheReferenceTokensWithUsage) {
   EXPECT_EQ(engine.stats().finished_requests, requests.size());
 }
 
+TEST(Engine, StreamsRecordWhenTheRequestWasFirstScheduled) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  EngineOptions options = engine_options();
+  options.max_num_seqs = 1;  // the second request queues behind the first
+  Engine engine(backend, options);
+  RequestHandle first = engine.submit(greedy_request(tokens_from(1, 5), 4));
+  RequestHandle second = engine.submit(greedy_request(tokens_from(50, 5), 4));
+  EXPECT_FALSE(first.stream->first_scheduled().has_value());
+  engine.step();
+  ASSERT_TRUE(first.stream->first_scheduled().has_value());
+  EXPECT_FALSE(second.stream->first_scheduled().has_value());
+  const auto first_time = *first.stream->first_scheduled();
+  engine.step();  // a decode step of the first request keeps its first time
+  EXPECT_EQ(*first.stream->first_scheduled(), first_time);
+  run_until_idle(engine);
+  ASSERT_TRUE(second.stream->first_scheduled().has_value());
+  EXPECT_GT(*second.stream->first_scheduled(), first_time);
+}
+
 TEST(Engine, ThreadedLoopServesConcurrentSubmitters) {
   FakeModelSpec spec = fake_model();
   FakeBackend backend(spec);

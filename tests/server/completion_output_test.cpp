@@ -39,7 +39,7 @@ class CompletionOutputTest : public ::testing::Test {
   }
   static CompletionOutput::Timing now_timing() {
     const auto now = std::chrono::steady_clock::now();
-    return {now, 0.0, now};
+    return {now, 0.0, now, nullptr};
   }
   static std::vector<Json> events(const std::string& sse) {
     std::vector<Json> out;

@@ -31,6 +31,7 @@ void Scheduler::add(Sequence* seq) {
 const Batch& Scheduler::schedule() {
   ++step_counter_;
   scheduled_.clear();
+  preempt_for_priority();
   int32_t budget = options_.max_num_batched_tokens;
   bool preempted = false;
   // Snapshot: preemption removes entries from running_ while we walk it.
@@ -45,6 +46,28 @@ const Batch& Scheduler::schedule() {
   if (!preempted) admit_waiting(budget);
   build_batch();
   return batch_;
+}
+
+void Scheduler::preempt_for_priority() {
+  if (options_.policy != SchedulingPolicy::kPriority || waiting_.empty()) return;
+  Sequence* head = waiting_.front();  // the best waiting priority
+  if (!fork_gate_open(*head)) return;
+  blocks_.update_block_hashes(*head);
+  auto fits = [&] {
+    if (num_running() >= options_.max_num_seqs) return false;
+    const PrefixMatch match = blocks_.match_prefix(*head);
+    const int32_t num_new =
+        std::min(head->num_tokens() - match.num_tokens(blocks_.block_size()), options_.max_num_batched_tokens);
+    return blocks_.can_allocate(*head, match, num_new);
+  };
+  while (!fits()) {
+    Sequence* victim = nullptr;  // the worst running priority, the latest among equals
+    for (Sequence* seq : running_)
+      if (victim == nullptr || std::make_tuple(seq->priority, seq->id) > std::make_tuple(victim->priority, victim->id))
+        victim = seq;
+    if (victim == nullptr || victim->priority <= head->priority) return;
+    preempt(victim);
+  }
 }
 
 bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted) {

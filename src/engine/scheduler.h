@@ -91,6 +91,9 @@ class Scheduler {
     int32_t num_new_tokens;
   };
 
+  // Priority policy: preempts running sequences of strictly worse priority (by recompute) until the best waiting one
+  // has a seat and blocks for its next chunk.
+  void preempt_for_priority();
   bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted);
   void admit_waiting(int32_t& budget);
   std::vector<Sequence*> waiting_in_policy_order() const;

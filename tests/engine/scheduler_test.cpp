@@ -110,6 +110,25 @@ TEST(Scheduler, PriorityPolicyAdmitsLowerValuesFirst) {
   expect_reference_outputs(harness);
 }
 
+TEST(Scheduler, PriorityPreemptsRunningSequencesOfWorsePriority) {
+  SchedulerHarness harness(model(), options(1, 64, true, SchedulingPolicy::kPriority), true);
+  Sequence* low = harness.add(seq_spec(tokens_from(1, 4), 12, true, 5));
+  harness.step();
+  harness.step();
+  ASSERT_EQ(low->status, SequenceStatus::kRunning);
+  Sequence* same = harness.add(seq_spec(tokens_from(30, 4), 2, true, 5));
+  harness.step();
+  EXPECT_EQ(low->status, SequenceStatus::kRunning);  // equal priority waits its turn
+  EXPECT_EQ(same->status, SequenceStatus::kWaiting);
+  Sequence* high = harness.add(seq_spec(tokens_from(60, 4), 2, true, -1));
+  harness.step();
+  EXPECT_EQ(high->status, SequenceStatus::kRunning);
+  EXPECT_EQ(low->status, SequenceStatus::kWaiting);
+  EXPECT_EQ(low->num_preemptions, 1);
+  EXPECT_TRUE(harness.run_to_completion());
+  expect_reference_outputs(harness);  // the preempted sequence recomputes to the same tokens
+}
+
 TEST(Scheduler, LpmServesTheLongestCachedPrefixFirst) {
   SchedulerHarness harness(model(), options(1, 64, true, SchedulingPolicy::kLpm), true);
   harness.add(seq_spec(tokens_from(1, 17), 1));

@@ -8,7 +8,10 @@
 #   build-cuda). The build folder is larger than a GPU call carries, so copy and strip them first, e.g.
 #     mkdir -p build-gpu && cp build-cuda/tests/backend/cuda/cuda_backend_tests build-cuda/bench/cuda/cuda_kernel_bench \
 #       build-cuda/src/cli/qinfer build-gpu/ && strip build-gpu/*
-#   and carry build-gpu. Full logs go to LOG_DIR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log,
+#   and carry build-gpu. The GPU machine lacks Debian's shared libraries that qinfer links: copy libcpp-httplib.so.0.11,
+#   libbrotli{dec,enc,common}.so.1 and libsimdjson.so.14 from /usr/lib/x86_64-linux-gnu into build-gpu and run with
+#   LD_LIBRARY_PATH=build-gpu (`bench serve` also needs libcurl.so.4 and its libraries: `ldd` lists them).
+#   Full logs go to LOG_DIR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log,
 #   system.log (GPU, driver, clocks, ldd). The last lines printed are the kernel table and a summary table.
 set -uo pipefail
 log_dir=${1:?usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]}

@@ -85,15 +85,6 @@ const cublasLtMatmulAlgo_t& CublasLtGemm::algo_for(int m, int n, int k, bool y_f
   return exact_algos_.emplace(exact, heuristic(op, layouts)).first->second;
 }
 
-void CublasLtGemm::prepare(int min_m, int max_m, int n, int k, bool y_fp32) {
-  const Operation& op = operation_for(n, k, y_fp32);
-  for (int bucket = bucket_of(min_m); bucket <= bucket_of(max_m); bucket *= 2) {
-    const ShapeKey key{bucket, n, k, y_fp32};
-    if (!bucket_algos_.contains(key))
-      bucket_algos_.emplace(key, heuristic(op, ActivationLayouts(bucket, n, k, y_fp32)));
-  }
-}
-
 void CublasLtGemm::matmul(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32, int m, int n,
                           int k, cudaStream_t stream) {
   const Operation& op = operation_for(n, k, y_fp32);

@@ -4,7 +4,7 @@
 // cuBLASLt's algorithm heuristic costs on the order of a millisecond per call, and a serving engine sees a different m
 // (tokens in the step) nearly every step. So the algorithm is chosen once per bucket of m (16, then powers of two), at
 // the bucket's upper end, and reused for every m in the bucket after a one-time check that it supports that exact
-// shape; prepare() runs the heuristics for every bucket up front, at load time.
+// shape. The backend runs one GEMM per bucket at load time, which chooses them all up front.
 #pragma once
 
 #include <cublasLt.h>
@@ -29,9 +29,6 @@ class CublasLtGemm {
   // x [m, k], weight [n, k], y [m, n] (fp32 when y_fp32, else bf16). Not thread-safe: one stream at a time.
   void matmul(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32, int m, int n, int k,
               cudaStream_t stream);
-
-  // Chooses the algorithms of every bucket of m in [min_m, max_m] for one weight shape ahead of the first matmul.
-  void prepare(int min_m, int max_m, int n, int k, bool y_fp32);
 
   // The bucket whose algorithm serves m: 16 for m <= 16, else the next power of two.
   static int bucket_of(int m);

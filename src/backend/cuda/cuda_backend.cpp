@@ -137,12 +137,6 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
       c, cuda::WorkspaceLimits{options.max_num_batched_tokens, options.max_num_seqs, num_sms_});
   gemm_ = std::make_unique<cuda::CublasLtGemm>();
   const auto heuristics_start = std::chrono::steady_clock::now();
-  const int first_gemm_rows = kGemvRowLimit + 1, max_tokens = options.max_num_batched_tokens;
-  gemm_->prepare(first_gemm_rows, max_tokens, c.q_width() + 2 * c.kv_width(), c.hidden_size, false);
-  gemm_->prepare(first_gemm_rows, max_tokens, c.hidden_size, c.q_width(), false);
-  gemm_->prepare(first_gemm_rows, max_tokens, 2 * c.intermediate_size, c.hidden_size, false);
-  gemm_->prepare(first_gemm_rows, max_tokens, c.hidden_size, c.intermediate_size, false);
-  gemm_->prepare(first_gemm_rows, options.max_num_seqs, c.vocab_size, c.hidden_size, true);
   warm_up_gemms();
   spdlog::info("{}: cuBLASLt algorithms chosen and loaded in {:.0f} ms", name_,
                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - heuristics_start).count());

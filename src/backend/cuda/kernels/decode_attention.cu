@@ -4,6 +4,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
@@ -289,12 +290,7 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
   if (params.num_decode == 0) return;
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
-  if (params.head_dim == 128)
-    launch_for_head_dim<128>(params, stream);
-  else if (params.head_dim == 64)
-    launch_for_head_dim<64>(params, stream);
-  else
-    QINFER_CHECK(false, "head_dim must be 64 or 128");
+  with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
 }
 
 }  // namespace qinfer::cuda

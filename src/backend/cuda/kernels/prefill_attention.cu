@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
@@ -147,12 +148,7 @@ void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, cud
   if (params.num_prefill == 0 || params.max_q_len == 0) return;
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
   QINFER_CHECK(params.block_size > 0);
-  if (params.head_dim == 128)
-    launch_for_head_dim<128>(params, stream);
-  else if (params.head_dim == 64)
-    launch_for_head_dim<64>(params, stream);
-  else
-    QINFER_CHECK(false, "head_dim must be 64 or 128");
+  with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
 }
 
 void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {

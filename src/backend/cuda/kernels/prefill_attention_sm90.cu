@@ -5,6 +5,7 @@
 // operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile t with P·V of tile t −
 // 1, and the two consumers take turns on the tensor cores (ping-pong). docs/CUDA_NOTES.md has the measurements.
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -344,12 +345,7 @@ void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaSt
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
   QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,
                "the wgmma kernel needs a block size that is a multiple of 16");
-  if (params.head_dim == 128)
-    launch_for_head_dim<128>(params, stream);
-  else if (params.head_dim == 64)
-    launch_for_head_dim<64>(params, stream);
-  else
-    QINFER_CHECK(false, "head_dim must be 64 or 128");
+  with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
 }
 
 }  // namespace qinfer::cuda

@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 
@@ -73,9 +74,10 @@ void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, c
   if (params.num_tokens == 0) return;
   const int64_t items = static_cast<int64_t>(params.num_tokens) * (params.num_heads + 2 * params.num_kv_heads);
   const int blocks = static_cast<int>((items + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  QINFER_CHECK(params.head_dim == 128 || params.head_dim == 64, "head_dim must be 64 or 128");
-  launch_dependent(params.head_dim == 128 ? qk_norm_rope_cache_write_kernel<128> : qk_norm_rope_cache_write_kernel<64>,
-                   blocks, kWarpsPerBlock * 32, 0, stream, params);
+  with_head_dim(params.head_dim, [&](auto dim) {
+    launch_dependent(qk_norm_rope_cache_write_kernel<decltype(dim)::value>, blocks, kWarpsPerBlock * 32, 0, stream,
+                     params);
+  });
 }
 
 }  // namespace qinfer::cuda

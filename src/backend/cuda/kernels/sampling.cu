@@ -14,7 +14,7 @@ constexpr int kRadixBins = 256;
 constexpr int kChunk = 1024;  // vocabulary entries per statistics block (151 936 -> 149 chunks)
 constexpr int kStatsThreads = 256;
 
-__device__ __forceinline__ int sampling_chunks_device(int vocab) { return (vocab + kChunk - 1) / kChunk; }
+__host__ __device__ constexpr int chunks_of(int vocab) { return (vocab + kChunk - 1) / kChunk; }
 
 // Philox4x32-10, key = seed, counter = (step, 0): the same bits as sampling_uniform() on the host.
 __device__ float philox_uniform(uint64_t seed, uint64_t step) {
@@ -419,7 +419,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
   wait_for_producer();
 
   // Log-softmax normaliser of the raw logits and their argmax, merged from the chunk statistics.
-  const int chunks = sampling_chunks_device(p.vocab);
+  const int chunks = chunks_of(p.vocab);
   const LogitsChunkStats* stats = p.chunk_stats + static_cast<int64_t>(row) * chunks;
   float chunk_max = -INFINITY;
   unsigned long long chunk_best = 0;
@@ -473,7 +473,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
 
 }  // namespace
 
-int sampling_chunks(int vocab) { return (vocab + kChunk - 1) / kChunk; }
+int sampling_chunks(int vocab) { return chunks_of(vocab); }
 
 void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream) {
   if (params.num_rows == 0) return;

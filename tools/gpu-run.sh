@@ -135,7 +135,7 @@ fi
 if [[ -n $qinfer && -n ${PARITY:-} ]]; then
   python3 "$repo/tools/hf_parity_4b.py" --qinfer "$qinfer" --work "${PARITY_WORK:-/tmp/parity4b}" \
     --out "$log_dir/parity4b.json" >"$log_dir/parity4b.log" 2>&1
-  summary+=("| 4B parity vs transformers | exit $?: $(grep -c ': ok' "$log_dir/parity4b.log") of 4 prompts ok (parity4b.log) |")
+  summary+=("| 4B parity vs transformers | exit $?: $(grep -c ': ok' "$log_dir/parity4b.log") of 6 cases ok (parity4b.log) |")
 fi
 # Kernel-level timeline of one batch-1 run (prefill of 1 K, then decode) when Nsight Systems is installed.
 if [[ -n $qinfer && -n ${PROFILE:-} ]] && command -v nsys >/dev/null; then

@@ -87,6 +87,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"| throughput {sys.argv[2]} | {r['requests']} requests, {r['output_tokens_per_s']:.0f} output tok/s, "
       f"{r['total_tokens_per_s']:.0f} total tok/s, mean batch {r.get('mean_batch_size', 0):.1f}, "
+      f"engine host {r.get('host_overhead_per_step_s', 0) * 1e6:.0f} us/step, in backend {100 * r.get('backend_fraction', 0):.1f} %, "
       f"prefix hit {100 * r.get('prefix_cache_hit_rate', 0):.1f} %, median TTFT {r.get('median_ttft_s', 0) * 1e3:.0f} ms |")
 PY
 )")

@@ -36,6 +36,8 @@ struct ThroughputReport {
   int64_t output_tokens = 0;
   double elapsed_s = 0;
   double mean_batch_size = 0;
+  double host_overhead_per_step_s = 0;  // engine step wall time outside Backend::step(), mean over steps
+  double backend_fraction = 0;          // share of the elapsed time spent inside Backend::step()
   double prefix_cache_hit_rate = 0;
   uint64_t preemptions = 0;
   double mean_ttft_s = 0;

@@ -69,6 +69,8 @@ void run_bench_throughput(const ThroughputFlags& f) {
       "  mean batch size %.1f, prefix-cache hit rate %.1f %%, %llu preemptions, TTFT mean %.3f s median %.3f s\n",
       report.mean_batch_size, 100 * report.prefix_cache_hit_rate, static_cast<unsigned long long>(report.preemptions),
       report.mean_ttft_s, report.median_ttft_s);
+  std::printf("  engine host overhead %.0f us per step; %.1f %% of the time inside the backend\n",
+              report.host_overhead_per_step_s * 1e6, 100 * report.backend_fraction);
 }
 
 }  // namespace
@@ -134,6 +136,8 @@ nlohmann::json ThroughputReport::to_json() const {
           {"output_tokens_per_s", static_cast<double>(output_tokens) / seconds},
           {"total_tokens_per_s", static_cast<double>(input_tokens + output_tokens) / seconds},
           {"mean_batch_size", mean_batch_size},
+          {"host_overhead_per_step_s", host_overhead_per_step_s},
+          {"backend_fraction", backend_fraction},
           {"prefix_cache_hit_rate", prefix_cache_hit_rate},
           {"preemptions", preemptions},
           {"mean_ttft_s", mean_ttft_s},
@@ -195,6 +199,10 @@ ThroughputReport run_throughput(Backend& backend, const EngineOptions& options, 
   uint64_t steps = after.scheduler.steps - before.scheduler.steps;
   uint64_t scheduled = after.scheduler.scheduled_sequences - before.scheduler.scheduled_sequences;
   report.mean_batch_size = steps ? static_cast<double>(scheduled) / static_cast<double>(steps) : 0.0;
+  const double backend_seconds = after.backend_seconds - before.backend_seconds;
+  const double host_seconds = after.step_seconds - before.step_seconds - backend_seconds;
+  report.host_overhead_per_step_s = steps ? host_seconds / static_cast<double>(steps) : 0.0;
+  report.backend_fraction = report.elapsed_s > 0 ? backend_seconds / report.elapsed_s : 0.0;
   int64_t queried = after.blocks.prefix_query_tokens - before.blocks.prefix_query_tokens;
   int64_t hits = after.blocks.prefix_hit_tokens - before.blocks.prefix_hit_tokens;
   report.prefix_cache_hit_rate = queried ? static_cast<double>(hits) / static_cast<double>(queried) : 0.0;

@@ -164,6 +164,7 @@ void Engine::loop() {
 bool Engine::has_work() const { return scheduler_.has_work(); }
 
 bool Engine::step() {
+  const Clock::time_point step_start = Clock::now();
   take_intake();
   expire_deadlines();
   bool ran = false;
@@ -174,7 +175,9 @@ bool Engine::step() {
       mark_scheduled();
       updates_.clear();
       try {
+        const Clock::time_point backend_start = Clock::now();
         std::vector<SampleResult> results = backend_.step(batch);
+        backend_seconds_ += std::chrono::duration<double>(Clock::now() - backend_start).count();
         scheduler_.postprocess(results, updates_);
       } catch (const std::exception& e) {
         spdlog::error("engine: batch of {} sequences failed: {}", batch.sequences.size(), e.what());
@@ -185,6 +188,7 @@ bool Engine::step() {
     }
   }
   release_completed();
+  if (ran) step_seconds_ += std::chrono::duration<double>(Clock::now() - step_start).count();
   publish_stats();
   return ran;
 }
@@ -320,6 +324,8 @@ void Engine::publish_stats() {
   stats.num_free_blocks = blocks_.num_free_blocks();
   stats.num_blocks = blocks_.num_blocks();
   stats.finished_requests = finished_requests_;
+  stats.step_seconds = step_seconds_;
+  stats.backend_seconds = backend_seconds_;
   std::lock_guard lock(stats_mutex_);
   stats_ = stats;
 }

@@ -52,6 +52,10 @@ struct EngineStats {
   int32_t num_free_blocks = 0;
   int32_t num_blocks = 0;
   uint64_t finished_requests = 0;
+  // Wall time of the steps that ran a batch, and the part of it inside Backend::step(); the difference is the
+  // engine's host overhead (scheduling, postprocess, streaming), during which a synchronous backend's GPU is idle.
+  double step_seconds = 0;
+  double backend_seconds = 0;
 };
 
 class Engine {
@@ -118,6 +122,8 @@ class Engine {
   std::vector<uint64_t> completed_;
   std::vector<SequenceUpdate> updates_;
   uint64_t finished_requests_ = 0;
+  double step_seconds_ = 0;
+  double backend_seconds_ = 0;
 
   // Shared with submitting threads.
   std::mutex intake_mutex_;

@@ -37,6 +37,10 @@ TEST(BenchThroughput, RandomPromptsYieldExactlyOutputLenTokens) {
   EXPECT_EQ(report["input_tokens"], 45);
   EXPECT_EQ(report["output_tokens"], 15);
   EXPECT_GT(report["mean_batch_size"].get<double>(), 1.0);
+  // The CPU backend's forward is most of each step; the engine's host share is positive but small.
+  EXPECT_GT(report["host_overhead_per_step_s"].get<double>(), 0.0);
+  EXPECT_GT(report["backend_fraction"].get<double>(), 0.0);
+  EXPECT_LE(report["backend_fraction"].get<double>(), 1.0);
   EXPECT_NEAR(report["output_tokens_per_s"].get<double>(), 15 / report["elapsed_s"].get<double>(), 1e-6);
 }
 

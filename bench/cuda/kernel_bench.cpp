@@ -169,16 +169,23 @@ class Bench {
     p.head_dim = kHeadDim;
     p.block_size = 16;
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    p.pool_blocks = sequences * pool.stride;
     plan_decode_attention_splits(p, context, num_sms());
-    const double t = time_per_call([&](int) { launch_decode_attention(p, stream_); }, 20, stream_);
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
-    record("decode attention",
-           std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
-               (scattered ? "" : ", blocks in order") + " (" + std::to_string(p.num_splits) +
-               (p.num_splits == 1 ? " split)"
-                : merge_in_kernel ? " splits, merged in kernel)"
-                                  : " splits, merge kernel)"),
-           t, bytes, true);
+    const std::string shape = std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
+                              (scattered ? "" : ", blocks in order") + " (" + std::to_string(p.num_splits) +
+                              (p.num_splits == 1 ? " split)"
+                               : merge_in_kernel ? " splits, merged in kernel)"
+                                                 : " splits, merge kernel)");
+    record(
+        "decode attention cp.async", shape,
+        time_per_call([&](int) { launch_decode_attention(p, stream_, DecodeAttentionKernel::kCpAsync); }, 20, stream_),
+        bytes, true);
+    if (decode_attention_bulk_copy_available(p))
+      record("decode attention bulk copy", shape,
+             time_per_call([&](int) { launch_decode_attention(p, stream_, DecodeAttentionKernel::kBulkCopy); }, 20,
+                           stream_),
+             bytes, true);
   }
 
   // Both prefill kernels on the same data (the wgmma one where the device has it).
@@ -362,6 +369,8 @@ int main(int argc, char** argv) {
     bench.decode_attention(1, 1024);
     bench.decode_attention(1, 8192);
     bench.decode_attention(1, 8192, false);
+    bench.decode_attention(8, 4096);
+    bench.decode_attention(64, 640);
     bench.decode_attention(64, 1024);
     bench.decode_attention(64, 8192);
     bench.decode_attention(64, 8192, true, false);

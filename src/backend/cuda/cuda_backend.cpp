@@ -283,6 +283,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   decode.num_kv_heads = c.num_kv_heads;
   decode.head_dim = c.head_dim;
   decode.block_size = kv_shape_.block_size;
+  decode.pool_blocks = kv_shape_.num_blocks + 1;  // the scratch block of padded decode rows included
   decode.scale = scale;
   if (decode.num_decode > 0) {
     cuda::plan_decode_attention_splits(decode, split_context, num_sms_);

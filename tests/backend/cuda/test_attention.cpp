@@ -90,11 +90,34 @@ struct DecodeSplitCase {
   bool merge_in_kernel;  // arrival counters: the last split block merges; else the second kernel
 };
 
-class DecodeAttentionTest : public ::testing::TestWithParam<std::tuple<AttentionShape, DecodeSplitCase>> {};
+// The slots of each sequence's last cache block past its context hold NaN (bf16 0x7FC0): a kernel that lets a masked
+// key's K or V into the result turns it into NaN. The cp.async kernel zero-fills such rows; the bulk-copy kernel copies
+// whole 16-key boxes and must mask them itself.
+void poison_block_tails(PagedCache& cache, const std::vector<int>& context_lens) {
+  const auto nan = static_cast<__nv_bfloat16>(__nv_bfloat16_raw{0x7FC0});
+  for (size_t seq = 0; seq < context_lens.size(); ++seq) {
+    const int len = context_lens[seq];
+    const int64_t block = cache.tables[seq * static_cast<size_t>(cache.stride) + (len - 1) / cache.block_size];
+    for (int kv_head = 0; kv_head < cache.shape.num_kv_heads; ++kv_head)
+      for (int slot = (len - 1) % cache.block_size + 1; slot < cache.block_size; ++slot) {
+        const size_t first = static_cast<size_t>(
+            ((block * cache.shape.num_kv_heads + kv_head) * cache.block_size + slot) * cache.shape.head_dim);
+        std::fill_n(cache.k.begin() + static_cast<ptrdiff_t>(first), cache.shape.head_dim, nan);
+        std::fill_n(cache.v.begin() + static_cast<ptrdiff_t>(first), cache.shape.head_dim, nan);
+      }
+  }
+}
+
+std::string kernel_name(DecodeAttentionKernel kernel) {
+  return kernel == DecodeAttentionKernel::kBulkCopy ? "bulk copy" : "cp.async";
+}
+
+class DecodeAttentionTest
+    : public ::testing::TestWithParam<std::tuple<AttentionShape, DecodeSplitCase, DecodeAttentionKernel>> {};
 
 TEST_P(DecodeAttentionTest, MatchesReference) {
   SKIP_WITHOUT_GPU();
-  const auto [shape, split_case] = GetParam();
+  const auto [shape, split_case, kernel] = GetParam();
   std::mt19937 rng(shape.head_dim * 31 + shape.num_heads + split_case.num_sms * 7 + split_case.block_size);
   // Around tile (64) and block (16, 32) edges, long and odd; splits are planned for a power-of-two bucket above the
   // longest context (as decode graphs do), so some splits hold no tokens.
@@ -102,6 +125,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   constexpr int kPlannedContext = 8192;
   const int seqs = static_cast<int>(context_lens.size());
   PagedCache cache(shape, context_lens, rng, split_case.block_size);
+  poison_block_tails(cache, context_lens);
   const auto q = random_bf16(static_cast<size_t>(seqs) * shape.num_heads * shape.head_dim, rng, 2.0f);
   std::vector<int32_t> table_rows(static_cast<size_t>(seqs)), q_rows(static_cast<size_t>(seqs));
   std::iota(table_rows.begin(), table_rows.end(), 0);
@@ -125,6 +149,9 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   p.head_dim = shape.head_dim;
   p.block_size = split_case.block_size;
   p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  p.pool_blocks = cache.num_blocks;
+  if (kernel == DecodeAttentionKernel::kBulkCopy && !decode_attention_bulk_copy_available(p))
+    GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build on a compute 9.0 device";
   size_t split_rows = 0;
   if (split_case.num_sms > 0) {
     plan_decode_attention_splits(p, kPlannedContext, split_case.num_sms);
@@ -152,8 +179,9 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   // Twice: the second launch relies on the counters the first one left at zero.
   for (int launch = 0; launch < 2; ++launch) {
     CUDA_CHECK(cudaMemset(out.get(), 0xFF, q.size() * sizeof(__nv_bfloat16)));
-    launch_decode_attention(p, nullptr);
-    EXPECT_LT(relative_error(out.download(), ref), 1e-2) << "launch " << launch << ", splits " << p.num_splits;
+    launch_decode_attention(p, nullptr, kernel);
+    EXPECT_LT(relative_error(out.download(), ref), 1e-2)
+        << kernel_name(kernel) << ", launch " << launch << ", splits " << p.num_splits;
     for (uint32_t count : counters.download()) ASSERT_EQ(count, 0u);
   }
 }
@@ -165,7 +193,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          AttentionShape{64, 16, 1}),
                        ::testing::Values(DecodeSplitCase{1, 16, false}, DecodeSplitCase{132, 16, true},
                                          DecodeSplitCase{132, 32, false}, DecodeSplitCase{0, 32, true},
-                                         DecodeSplitCase{0, 16, false})));
+                                         DecodeSplitCase{0, 16, false}),
+                       ::testing::Values(DecodeAttentionKernel::kCpAsync, DecodeAttentionKernel::kBulkCopy)));
 
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
 // partial buffers sized by decode_attention_max_split_rows.

@@ -130,6 +130,31 @@ TEST_P(CudaBackendParityTest, PrefillChunksAndDecodeMatchCpu) {
   }
 }
 
+// Six sequences decode in one batch: above the small-batch limit of the decode attention, so on Hopper the backend
+// takes the bulk-copy kernel, whose tensor maps are bounded by the pool size. Their blocks are the last ones of the
+// pool, where a wrong bound would read zeros instead of the cached K/V.
+TEST_P(CudaBackendParityTest, SixSequencesDecodeFromThePoolEndMatchCpu) {
+  const int block_size = gpu_->kv_cache().block_size;
+  ASSERT_EQ(block_size, cpu_->kv_cache().block_size);
+  int32_t next_block = static_cast<int32_t>(std::min(gpu_->kv_cache().num_blocks, cpu_->kv_cache().num_blocks)) - 1;
+  const std::vector<int> lens = {17, 40, 5, 33, 64, 90};
+  std::vector<std::vector<int32_t>> prompts, tables;
+  for (size_t i = 0; i < lens.size(); ++i) {
+    prompts.push_back(prompt(lens[i], 10 + static_cast<int>(i)));
+    tables.emplace_back();
+    for (int b = 0; b < lens[i] / block_size + 1; ++b) tables.back().push_back(next_block--);  // room for one more
+  }
+  Batch prefill, decode;
+  for (size_t i = 0; i < lens.size(); ++i) {
+    prefill.token_ids.insert(prefill.token_ids.end(), prompts[i].begin(), prompts[i].end());
+    prefill.sequences.push_back(sequence(lens[i], 0, tables[i]));
+    decode.token_ids.push_back(100 + static_cast<int32_t>(i));
+    decode.sequences.push_back(sequence(1, lens[i], tables[i]));
+  }
+  expect_same_logits(prefill, "prefill of six");
+  expect_same_logits(decode, "decode of six");
+}
+
 TEST_P(CudaBackendParityTest, RejectsMalformedBatch) {
   const std::vector<int32_t> table = {0};
   Batch bad;

@@ -1,7 +1,9 @@
 // Paged decode attention (one query token per sequence) in the flash-decoding style: the context is split across
 // blocks, each block reads K/V of one KV head once for all query heads of its GQA group (the group's heads are the
 // rows of a tensor-core tile), and the splits are merged through their log-sum-exp: by the last split block of each
-// (sequence, KV head) when `split_counters` is given, else by a second kernel.
+// (sequence, KV head) when `split_counters` is given, else by a second kernel. Two kernels share that structure and
+// differ in how K/V tiles reach shared memory: 16-byte cp.async per thread (sm_80+), or on Hopper the bulk tensor copy
+// engine over the paged pool (decode_attention_sm90.cu; docs/CUDA_NOTES.md has the measurements).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,13 +17,15 @@ struct DecodeAttentionParams {
   const __nv_bfloat16* q = nullptr;        // [num_tokens, num_heads, head_dim]
   const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
   const __nv_bfloat16* v_cache = nullptr;  // same layout
-  const int32_t* block_tables = nullptr;   // [num_sequences, block_table_stride]
-  const int32_t* table_rows = nullptr;     // [num_decode] row of block_tables for each decode sequence
-  const int32_t* q_rows = nullptr;         // [num_decode] token row of its query in q and out
-  const int32_t* context_lens = nullptr;   // [num_decode] cached tokens including the current one
-  __nv_bfloat16* out = nullptr;            // [num_tokens, num_heads, head_dim]
-  float* split_out = nullptr;              // [num_decode, num_heads, num_splits, head_dim] when num_splits > 1
-  float* split_lse = nullptr;              // [num_decode, num_heads, num_splits] (log2 domain)
+  // num_blocks of k_cache / v_cache: the bounds of the Hopper kernel's tensor maps. 0 (unknown): cp.async kernel only.
+  int64_t pool_blocks = 0;
+  const int32_t* block_tables = nullptr;  // [num_sequences, block_table_stride]
+  const int32_t* table_rows = nullptr;    // [num_decode] row of block_tables for each decode sequence
+  const int32_t* q_rows = nullptr;        // [num_decode] token row of its query in q and out
+  const int32_t* context_lens = nullptr;  // [num_decode] cached tokens including the current one
+  __nv_bfloat16* out = nullptr;           // [num_tokens, num_heads, head_dim]
+  float* split_out = nullptr;             // [num_decode, num_heads, num_splits, head_dim] when num_splits > 1
+  float* split_lse = nullptr;             // [num_decode, num_heads, num_splits] (log2 domain)
   // [num_decode, num_kv_heads] arrival counters, zeroed once when allocated; every launch leaves them zero again.
   // Optional: when null, a second kernel merges the splits.
   uint32_t* split_counters = nullptr;
@@ -43,6 +47,19 @@ void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context
 // Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.
 int decode_attention_max_split_rows(int max_decode, int num_sms);
 
-void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream);
+// Which kernel runs a launch. kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for
+// batches above kDecodeAttentionSmallBatch sequences, else the cp.async kernel (small batches have their own tuning).
+enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy };
+constexpr int kDecodeAttentionSmallBatch = 4;
+
+// True when this build has the sm_90a bulk-copy kernel, the device is compute 9.0 and params.pool_blocks is known.
+bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
+
+void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream,
+                             DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
+
+// The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
+// split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).
+void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
 
 }  // namespace qinfer::cuda

@@ -1,0 +1,214 @@
+// The parts of a decode attention block that do not depend on how K/V tiles reach shared memory, shared by the
+// cp.async kernel (decode_attention.cu) and the Hopper bulk-tensor-copy kernel (decode_attention_sm90.cu): the GQA
+// group's query fragments, one 64-token tile of scores and P·V on tensor cores with the online softmax, and the end of
+// a block (its four warps merged, the result or split partial stored, the splits merged by the last block to arrive).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/tensor_core_tiles.cuh"
+
+namespace qinfer::cuda::decode_block {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileTokens = 64;  // keys per shared-memory tile: 16 per warp
+constexpr int kStages = 3;       // K/V tiles in shared memory: the one computed and two in flight
+constexpr int kGroupRows = 16;   // query heads of a GQA group padded to one m16 tile
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Bytes of the K/V tile ring: [kStages][K|V][kTileTokens][kHeadDim] bf16.
+template <int kHeadDim>
+constexpr int ring_bytes() {
+  return kStages * 2 * kTileTokens * kHeadDim * 2;
+}
+
+__device__ __forceinline__ float rescale_factor(float old_max, float new_max) {
+  return old_max == -INFINITY ? 0.0f : exp2f(old_max - new_max);
+}
+
+// What a block works on: grid (num_splits, num_kv_heads, num_decode); keys [begin, end) of the sequence.
+struct BlockWork {
+  int split, kv_head, seq, group, q_row, begin, end, num_tiles;
+  const int32_t* table;  // the sequence's block-table row
+};
+
+__device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) {
+  BlockWork w;
+  w.split = blockIdx.x;
+  w.kv_head = blockIdx.y;
+  w.seq = blockIdx.z;
+  w.group = p.num_heads / p.num_kv_heads;
+  w.q_row = p.q_rows[w.seq];
+  w.begin = w.split * p.tokens_per_split;
+  w.end = min(p.context_lens[w.seq], w.begin + p.tokens_per_split);
+  w.num_tiles = w.begin < w.end ? (w.end - w.begin + kTileTokens - 1) / kTileTokens : 0;
+  w.table = p.block_tables + static_cast<int64_t>(p.table_rows[w.seq]) * p.block_table_stride;
+  return w;
+}
+
+// One warp's online-softmax state over its keys: rows lane / 4 and lane / 4 + 8 of the m16 group tile.
+template <int kHeadDim>
+struct WarpState {
+  uint32_t q_frag[kHeadDim / 16][4];  // the query tile as m16 x k16 A fragments
+  float row_max[2] = {-INFINITY, -INFINITY};
+  float row_sum[2] = {0, 0};
+  float o[kHeadDim / 8][4] = {};
+};
+
+// The query fragment (m16 x k16 A operand per 16 dims) of the GQA group, straight from global memory: rows are the
+// group's query heads, padding rows are zero. Thread rows: lane / 4 and lane / 4 + 8; columns 2 * (lane % 4) (+ 8).
+template <int kHeadDim>
+__device__ __forceinline__ void load_query_fragments(uint32_t (&q_frag)[kHeadDim / 16][4], const __nv_bfloat16* group_q,
+                                                     int group, int lane) {
+  const int row = lane / 4, column = (lane % 4) * 2;
+  const auto pair = [&](int r, int c) -> uint32_t {
+    return r < group ? __ldg(reinterpret_cast<const uint32_t*>(group_q + r * kHeadDim + c)) : 0u;
+  };
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    q_frag[kk][0] = pair(row, kk * 16 + column);
+    q_frag[kk][1] = pair(row + 8, kk * 16 + column);
+    q_frag[kk][2] = pair(row, kk * 16 + column + 8);
+    q_frag[kk][3] = pair(row + 8, kk * 16 + column + 8);
+  }
+}
+
+// This warp's 16 keys of one tile: scores on tensor cores, masked at `end`, one online-softmax step, O += P·V.
+// `chunk_offset(row, chunk)` is the element offset of the 16-byte chunk `chunk` of key `row` in a K or V tile (the
+// two kernels lay their tiles out differently). Keys at or past `end` get probability zero, and their V rows must
+// hold finite values (0 · NaN is NaN).
+template <int kHeadDim, typename ChunkOffset>
+__device__ __forceinline__ void attend_tile(WarpState<kHeadDim>& st, const __nv_bfloat16* k_tile,
+                                            const __nv_bfloat16* v_tile, ChunkOffset chunk_offset, int tile_first,
+                                            int end, float scale_log2, int warp, int lane) {
+  float s[2][4] = {};
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    uint32_t b[4];
+    ldmatrix_x4(b, k_tile + chunk_offset(warp * 16 + (lane % 8) + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
+    mma_bf16(s[0], st.q_frag[kk], b[0], b[1]);
+    mma_bf16(s[1], st.q_frag[kk], b[2], b[3]);
+  }
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = tile_first + warp * 16 + nb * 8 + (lane % 4) * 2 + (e % 2);
+      const float value = key < end ? s[nb][e] * scale_log2 : -INFINITY;
+      s[nb][e] = value;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
+    }
+  online_softmax_step(s, tile_max, st.row_max, st.row_sum, st.o);
+  const uint32_t a[4] = {pack_bf16(s[0][0], s[0][1]), pack_bf16(s[0][2], s[0][3]), pack_bf16(s[1][0], s[1][1]),
+                         pack_bf16(s[1][2], s[1][3])};
+#pragma unroll
+  for (int pair = 0; pair < kHeadDim / 16; ++pair) {
+    uint32_t b[4];
+    ldmatrix_x4_trans(b, v_tile + chunk_offset(warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8, pair * 2 + lane / 16));
+    mma_bf16(st.o[2 * pair], a, b[0], b[1]);
+    mma_bf16(st.o[2 * pair + 1], a, b[2], b[3]);
+  }
+}
+
+// Merges the splits of the query heads [first_head, first_head + group) of one sequence: each split's normalised
+// output weighted by 2^(lse - max lse). Reads through L2 (__ldcg): other blocks wrote the partials in this launch.
+template <int kHeadDim>
+__device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int first_head, int group) {
+  constexpr int kQuads = kHeadDim / 4;
+  for (int index = threadIdx.x; index < group * kQuads; index += blockDim.x) {
+    const int head = first_head + index / kQuads, d = (index % kQuads) * 4;
+    const int64_t first = (static_cast<int64_t>(seq) * p.num_heads + head) * p.num_splits;
+    float m = -INFINITY;
+    for (int s = 0; s < p.num_splits; ++s) m = fmaxf(m, __ldcg(p.split_lse + first + s));
+    float sum = 0;
+    float4 acc = make_float4(0, 0, 0, 0);
+    for (int s = 0; s < p.num_splits; ++s) {
+      const float w = rescale_factor(__ldcg(p.split_lse + first + s), m);
+      const float4 part = __ldcg(reinterpret_cast<const float4*>(p.split_out + (first + s) * kHeadDim + d));
+      sum += w;
+      acc.x += w * part.x;
+      acc.y += w * part.y;
+      acc.z += w * part.z;
+      acc.w += w * part.w;
+    }
+    const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(
+        p.out + (static_cast<int64_t>(p.q_rows[seq]) * p.num_heads + head) * kHeadDim + d);
+    dst[0] = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
+    dst[1] = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
+  }
+}
+
+// The end of a block, once no copy into shared memory is pending: the four warps' states merged through `scratch`
+// (the tile ring, [kWarps][kGroupRows][kHeadDim] fp32), the group's output (one split) or split partial stored, and,
+// with arrival counters, the splits merged by the last block of this (sequence, KV head) to finish.
+template <int kHeadDim>
+__device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w, WarpState<kHeadDim>& st,
+                             float* scratch, int warp, int lane) {
+  constexpr int kDimBlocks = kHeadDim / 8;
+  __syncthreads();  // all warps are done with the tiles: their space becomes the merge scratch
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st.row_sum[r] += __shfl_xor_sync(0xffffffffu, st.row_sum[r], 1);
+    st.row_sum[r] += __shfl_xor_sync(0xffffffffu, st.row_sum[r], 2);
+  }
+  __shared__ float warp_max[kWarps][kGroupRows], warp_sum[kWarps][kGroupRows];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = lane / 4 + r * 8;
+    if (row >= w.group) continue;
+    if (lane % 4 == 0) {
+      warp_max[warp][row] = st.row_max[r];
+      warp_sum[warp][row] = st.row_sum[r];
+    }
+#pragma unroll
+    for (int nb = 0; nb < kDimBlocks; ++nb)
+      *reinterpret_cast<float2*>(scratch + (warp * kGroupRows + row) * kHeadDim + nb * 8 + (lane % 4) * 2) =
+          make_float2(st.o[nb][2 * r], st.o[nb][2 * r + 1]);
+  }
+  __syncthreads();
+  for (int index = threadIdx.x; index < w.group * kHeadDim; index += kThreads) {
+    const int g = index / kHeadDim, d = index % kHeadDim;
+    float m = -INFINITY;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) m = fmaxf(m, warp_max[v][g]);
+    float sum = 0, acc = 0;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) {
+      const float a = rescale_factor(warp_max[v][g], m);
+      sum += warp_sum[v][g] * a;
+      acc += scratch[(v * kGroupRows + g) * kHeadDim + d] * a;
+    }
+    const int head = w.kv_head * w.group + g;
+    const float value = sum > 0 ? acc / sum : 0.0f;
+    if (p.num_splits == 1) {
+      p.out[(static_cast<int64_t>(w.q_row) * p.num_heads + head) * kHeadDim + d] = __float2bfloat16(value);
+    } else {
+      const int64_t split_index = (static_cast<int64_t>(w.seq) * p.num_heads + head) * p.num_splits + w.split;
+      p.split_out[split_index * kHeadDim + d] = value;
+      if (d == 0) p.split_lse[split_index] = sum > 0 ? m + log2f(sum) : -INFINITY;
+    }
+  }
+  if (p.num_splits == 1 || p.split_counters == nullptr) return;
+
+  // Last block of this (sequence, KV head) to finish merges all splits (threadFenceReduction pattern).
+  __shared__ bool merges;
+  __threadfence();  // this block's partials are visible device-wide before it counts itself in
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint32_t* counter = p.split_counters + static_cast<int64_t>(w.seq) * p.num_kv_heads + w.kv_head;
+    merges = atomicAdd(counter, 1u) == static_cast<uint32_t>(p.num_splits - 1);
+    if (merges) atomicExch(counter, 0u);  // ready for the next launch
+  }
+  __syncthreads();
+  if (!merges) return;
+  __threadfence();
+  merge_group_splits<kHeadDim>(p, w.seq, w.kv_head * w.group, w.group);
+}
+
+}  // namespace qinfer::cuda::decode_block

@@ -1,0 +1,226 @@
+// Hopper decode attention: the blocks of decode_attention.cu (split-KV, GQA group on tensor cores, in-kernel merge),
+// with K/V tiles brought into shared memory by the bulk tensor copy engine instead of per-thread cp.async. Two tensor
+// maps view the paged K and V pools as [pool_blocks * num_kv_heads * block_size rows][head_dim]; one box is 16 keys of
+// one cache block by 64 dims, landed 128-byte-swizzled, so a 64-key tile of one KV head is 4 page lookups and
+// 4 * head_dim / 64 boxes each for K and V, issued by four lanes of warp 0 and completing on one mbarrier per stage.
+// docs/CUDA_NOTES.md has the profile that motivated it and the measurements.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
+#include "backend/cuda/kernels/pdl.cuh"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "backend/cuda/kernels/hopper_bulk_copy.cuh"
+#include "backend/cuda/kernels/hopper_wgmma.cuh"
+#endif
+
+namespace qinfer::cuda {
+
+namespace {
+
+using namespace decode_block;
+
+constexpr int kBoxTokens = 16;     // keys per box: the block size is a multiple of 16, so a box never crosses a page
+constexpr int kBoxDims = 64;       // 128 bytes of bf16: the span of the 128-byte swizzle
+constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, where the swizzle pattern repeats
+
+struct BulkCopyParams {
+  CUtensorMap k_map;  // k_cache as [pool_blocks * num_kv_heads * block_size][head_dim], boxes kBoxTokens x kBoxDims
+  CUtensorMap v_map;  // v_cache, the same
+  DecodeAttentionParams attention;
+};
+
+template <int kHeadDim>
+constexpr int shared_bytes() {
+  return ring_bytes<kHeadDim>() + kAlignSlack;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// A K or V tile in shared memory is [kHeadDim / 64 slabs][kTileTokens rows][64] bf16, each 128-byte row's 16-byte
+// chunks XOR-swizzled by (row % 8) as the copy engine lands them. Element offset of chunk `chunk` (8 dims) of `row`.
+template <int kHeadDim>
+__device__ __forceinline__ int slab_chunk_offset(int row, int chunk) {
+  return (chunk / 8) * kTileTokens * kBoxDims + row * kBoxDims + (((chunk % 8) ^ (row & 7)) << 3);
+}
+
+// Keys at or past `end` in this warp's 16 rows of the last tile hold stale or never-copied bytes: zero their V rows so
+// that probability 0 times V stays 0. The rows' copies completed (the stage's barrier was waited on), and no later
+// copy targets this stage.
+template <int kHeadDim>
+__device__ __forceinline__ void zero_v_rows_past_end(unsigned char* v_tile, int tile_first, int end, int warp,
+                                                     int lane) {
+  constexpr int kRowChunks = kHeadDim / 8;
+  const int valid = max(0, min(16, end - tile_first - warp * 16));
+  for (int index = lane; index < (16 - valid) * kRowChunks; index += 32) {
+    const int row = warp * 16 + valid + index / kRowChunks, chunk = index % kRowChunks;
+    *reinterpret_cast<uint4*>(v_tile + (chunk / 8) * kTileTokens * 128 + row * 128 + (chunk % 8) * 16) =
+        make_uint4(0, 0, 0, 0);
+  }
+  __syncwarp();
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Tile t goes to stage t % kStages; after the
+// barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kStages - 1, so two tiles are in flight
+// while one is computed; each stage's mbarrier completes when all its boxes have landed.
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads, 2)
+    decode_attention_bulk_copy_kernel(const __grid_constant__ BulkCopyParams params) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kSlabs = kHeadDim / kBoxDims;
+  constexpr int kTileBytes = kTileTokens * kHeadDim * 2;  // one K or V tile
+  constexpr int kBoxBytes = kBoxTokens * kBoxDims * 2;
+  const DecodeAttentionParams& p = params.attention;
+  const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
+  const CUtensorMap* v_map = &params.v_map;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  __shared__ uint64_t full[kStages];
+  extern __shared__ unsigned char shared_raw[];
+  // [kStages][K|V][kSlabs][kTileTokens][64] bf16, 1024-byte aligned
+  unsigned char* ring = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kStages; ++stage) sm90::mbarrier_init(&full[stage], 1);
+    sm90::fence_mbarrier_init();
+  }
+  allow_dependents();
+  wait_for_producer();
+  const BlockWork w = block_work(p);
+  __syncthreads();  // the barriers are initialised
+
+  // Warp 0 copies tiles: lane g < 4 copies the 16-key group g of a tile, K and V, from the box row of its page;
+  // groups wholly at or past `end` are not copied (their keys are masked, their V rows zeroed in the last tile). The
+  // page of the tile after the one issued is looked up one step ahead, so the block-table read is off the critical
+  // path.
+  const auto box_row = [&](int tile) -> int {
+    const int token = w.begin + tile * kTileTokens + lane * kBoxTokens;
+    if (tile >= w.num_tiles || lane >= kTileTokens / kBoxTokens || token >= w.end) return 0;
+    const int64_t page = w.table[token / p.block_size];
+    return static_cast<int>((page * p.num_kv_heads + w.kv_head) * p.block_size + token % p.block_size);
+  };
+  const auto issue = [&](int tile, int row) {
+    const int stage = tile % kStages;
+    const int first = w.begin + tile * kTileTokens;
+    const int groups = (min(kTileTokens, w.end - first) + kBoxTokens - 1) / kBoxTokens;
+    if (lane == 0) sm90::mbarrier_arrive_expect_tx(&full[stage], groups * 2 * kSlabs * kBoxBytes);
+    if (lane < groups) {
+      unsigned char* k_box = ring + stage * 2 * kTileBytes + lane * kBoxBytes;
+#pragma unroll
+      for (int slab = 0; slab < kSlabs; ++slab) {
+        const int offset = slab * kTileTokens * kBoxDims * 2;
+        sm90::bulk_tensor_load_2d(k_box + offset, k_map, slab * kBoxDims, row, &full[stage]);
+        sm90::bulk_tensor_load_2d(k_box + kTileBytes + offset, v_map, slab * kBoxDims, row, &full[stage]);
+      }
+    }
+  };
+  int next_row = 0;  // warp 0: the box row of tile kStages - 1, then of each next tile to issue
+  if (warp == 0) {
+    for (int tile = 0; tile < kStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(tile));
+    next_row = box_row(kStages - 1);
+  }
+
+  WarpState<kHeadDim> st;
+  load_query_fragments<kHeadDim>(
+      st.q_frag, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+  const float scale_log2 = p.scale * kLog2e;
+  for (int tile = 0; tile < w.num_tiles; ++tile) {
+    __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now
+    const int next = tile + kStages - 1;
+    if (warp == 0 && next < w.num_tiles) {
+      issue(next, next_row);
+      next_row = box_row(next + 1);
+    }
+    unsigned char* k_tile = ring + (tile % kStages) * 2 * kTileBytes;
+    sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1);
+    const int tile_first = w.begin + tile * kTileTokens;
+    if (tile == w.num_tiles - 1) zero_v_rows_past_end<kHeadDim>(k_tile + kTileBytes, tile_first, w.end, warp, lane);
+    attend_tile<kHeadDim>(
+        st, reinterpret_cast<const __nv_bfloat16*>(k_tile), reinterpret_cast<const __nv_bfloat16*>(k_tile + kTileBytes),
+        [](int row, int chunk) { return slab_chunk_offset<kHeadDim>(row, chunk); }, tile_first, w.end, scale_log2, warp,
+        lane);
+  }
+  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane);
+#else
+  (void)params;
+#endif
+}
+
+// The tensor map of one pool: rows of head_dim bf16, boxes of kBoxTokens rows by kBoxDims, 128-byte swizzle.
+CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionParams& p) {
+  static const auto encode = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found));
+    QINFER_CHECK(found == cudaDriverEntryPointSuccess && function != nullptr,
+                 "the CUDA driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
+  }();
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.head_dim),
+                              static_cast<cuuint64_t>(p.pool_blocks) * p.num_kv_heads * p.block_size};
+  const cuuint64_t row_stride_bytes[1] = {static_cast<cuuint64_t>(p.head_dim) * 2};
+  const cuuint32_t box[2] = {kBoxDims, kBoxTokens};
+  const cuuint32_t element_strides[2] = {1, 1};
+  const CUresult result =
+      encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(cache), dims, row_stride_bytes, box,
+             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  QINFER_CHECK(result == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed on the KV pool: error " + std::to_string(result));
+  return map;
+}
+
+template <int kHeadDim>
+void launch_for_head_dim(const BulkCopyParams& params, cudaStream_t stream) {
+  constexpr int kShared = shared_bytes<kHeadDim>();
+  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
+  const auto kernel = decode_attention_bulk_copy_kernel<kHeadDim>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  const DecodeAttentionParams& p = params.attention;
+  launch_dependent(kernel, dim3(p.num_splits, p.num_kv_heads, p.num_decode), kThreads, kShared, stream, params);
+}
+
+}  // namespace
+
+bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p) {
+#if defined(QINFER_HAVE_SM90A)
+  static const bool device_has_it = [] {
+    int device = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return major == 9 && minor == 0;
+  }();
+  const int64_t rows = p.pool_blocks * p.num_kv_heads * p.block_size;  // box row coordinates are int32
+  const auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
+  return device_has_it && p.pool_blocks > 0 && p.block_size % kBoxTokens == 0 &&
+         rows <= std::numeric_limits<int32_t>::max() && aligned(p.k_cache) && aligned(p.v_cache);
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream) {
+  QINFER_CHECK(decode_attention_bulk_copy_available(params),
+               "the bulk-copy decode attention needs an sm_90a build, a compute 9.0 device, pool_blocks and a block "
+               "size that is a multiple of 16");
+  if (params.num_decode == 0) return;
+  BulkCopyParams bulk;
+  bulk.k_map = pool_tensor_map(params.k_cache, params);
+  bulk.v_map = pool_tensor_map(params.v_cache, params);
+  bulk.attention = params;
+  with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(bulk, stream); });
+}
+
+}  // namespace qinfer::cuda

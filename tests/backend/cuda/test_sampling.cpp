@@ -48,6 +48,9 @@ std::vector<SamplingCase> sampling_cases() {
   // Greedy without penalties or top logprobs: the argmax comes from the chunk statistics alone.
   cases.push_back({"greedy_fast_path", make(0, 0, 1, 0)});
   cases.push_back({"flat_top_k", make(0.7f, 20, 0.8f, 0), true});
+  // Top-p alone over a peaked row (few candidates) and over a flat one (90 % of the vocabulary, ties broken by id).
+  cases.push_back({"top_p_peaked", make(0.25f, 0, 0.7f, 0)});
+  cases.push_back({"flat_top_p", make(1, 0, 0.9f, 0), true});
   return cases;
 }
 

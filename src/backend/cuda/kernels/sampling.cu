@@ -106,6 +106,33 @@ __device__ double block_exclusive_scan(double v, SharedScratch& s) {
   return warp_offset + inclusive - v;
 }
 
+// Calls visit(i, values[i], measures ? measures[i] : 1) for every i < n, each thread a strided share. One block walks
+// a whole row several times, so the loads must stay in flight: rows whose length is a multiple of 8 (every row then
+// starts 16-byte aligned) go eight elements per thread at a time in two independent 16-byte loads each.
+template <typename Visit>
+__device__ void for_each_element(const float* values, const float* measures, int n, Visit&& visit) {
+  if (n % 8 != 0) {
+    for (int i = threadIdx.x; i < n; i += kThreads) visit(i, values[i], measures ? measures[i] : 1.0f);
+    return;
+  }
+  const float4* values4 = reinterpret_cast<const float4*>(values);
+  const float4* measures4 = reinterpret_cast<const float4*>(measures);
+  const float4 ones = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+  for (int pair = threadIdx.x; pair < n / 8; pair += kThreads) {
+    const float4 v0 = values4[2 * pair], v1 = values4[2 * pair + 1];
+    const float4 m0 = measures ? measures4[2 * pair] : ones, m1 = measures ? measures4[2 * pair + 1] : ones;
+    const int i = 8 * pair;
+    visit(i, v0.x, m0.x);
+    visit(i + 1, v0.y, m0.y);
+    visit(i + 2, v0.z, m0.z);
+    visit(i + 3, v0.w, m0.w);
+    visit(i + 4, v1.x, m1.x);
+    visit(i + 5, v1.y, m1.y);
+    visit(i + 6, v1.z, m1.z);
+    visit(i + 7, v1.w, m1.w);
+  }
+}
+
 // The largest key T such that the measure (count, or probability mass when by_mass) of the elements with
 // floor_key <= key and key >= T reaches `target`: radix descent over the 64-bit key, 8 bits at a time.
 __device__ uint64_t radix_select(const float* work, const float* probs, int vocab, uint64_t floor_key, double target,
@@ -115,21 +142,24 @@ __device__ uint64_t radix_select(const float* work, const float* probs, int voca
   for (int shift = 56; shift >= 0; shift -= 8) {
     for (int b = threadIdx.x; b < kWarps * kRadixBins; b += kThreads) (&s.warp_bins[0][0])[b] = 0;
     __syncthreads();
+    // Each thread sums a run of equal digits in registers and adds it to the bin when the digit changes: the first
+    // passes put most of the vocabulary in one or two bins, where one shared atomic per element serialises.
     float* warp_bins = s.warp_bins[threadIdx.x / 32];
-    for (int i = threadIdx.x; i < vocab; i += kThreads) {
-      const uint64_t key = order_key(work[i], i);
-      if (key >= floor_key && (key & prefix_mask) == prefix) {
-        const unsigned digit = static_cast<unsigned>(key >> shift) & 0xffu;
-        if (by_mass) {
-          atomicAdd(&warp_bins[digit], probs[i]);
-        } else {
-          // Lanes with the same digit add once: the first passes put most of the vocabulary in one bin.
-          const unsigned group = __match_any_sync(__activemask(), digit);
-          if (static_cast<int>(threadIdx.x % 32) == __ffs(group) - 1)
-            atomicAdd(&warp_bins[digit], static_cast<float>(__popc(group)));
-        }
+    int run_digit = -1;
+    float run_measure = 0;
+    auto visit = [&](int i, float value, float measure) {
+      const uint64_t key = order_key(value, i);
+      if (key < floor_key || (key & prefix_mask) != prefix) return;
+      const int digit = static_cast<int>(key >> shift) & 0xff;
+      if (digit != run_digit) {
+        if (run_digit >= 0) atomicAdd(&warp_bins[run_digit], run_measure);
+        run_digit = digit;
+        run_measure = 0;
       }
-    }
+      run_measure += measure;
+    };
+    for_each_element(work, by_mass ? probs : nullptr, vocab, visit);
+    if (run_digit >= 0) atomicAdd(&warp_bins[run_digit], run_measure);
     __syncthreads();
     for (int b = threadIdx.x; b < kRadixBins; b += kThreads) {
       double total = 0;

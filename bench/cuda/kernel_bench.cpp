@@ -112,12 +112,14 @@ class Bench {
   struct Pool {
     DeviceBuffer k, v, tables;
     int stride = 0;
+    int num_blocks = 0;
   };
   Pool make_pool(int sequences, int context, bool scattered = true) {
     constexpr int kBlock = 16;
     Pool pool;
     pool.stride = (context + kBlock - 1) / kBlock;
     const int num_blocks = sequences * pool.stride;
+    pool.num_blocks = num_blocks;
     const size_t elements = static_cast<size_t>(num_blocks) * kKvHeads * kBlock * kHeadDim;
     pool.k = DeviceBuffer(elements * 2, "bench K");
     pool.v = DeviceBuffer(elements * 2, "bench V");
@@ -207,6 +209,7 @@ class Bench {
     p.num_kv_heads = kKvHeads;
     p.head_dim = kHeadDim;
     p.block_size = 16;
+    p.num_cache_blocks = pool.num_blocks;
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
     // Causal: query i attends to i + 1 keys; QK^T and PV are 2 * head_dim FLOPs per (query, key) each.
     const double flops = 4.0 * kHeadDim * kHeads * (static_cast<double>(length) * (length + 1) / 2);
@@ -335,7 +338,7 @@ class Bench {
 
 // Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
 // small_ops, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that one case
-// (for profilers).
+// (for profilers), as does `prefill_attention LENGTH`.
 int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";
@@ -368,7 +371,9 @@ int main(int argc, char** argv) {
     bench.decode_attention(16, 32768);
     bench.decode_attention(256, 1536);
   }
-  if (wants("prefill_attention")) {
+  if (only == "prefill_attention" && argc == 3) {
+    bench.prefill_attention(std::atoi(argv[2]));
+  } else if (wants("prefill_attention")) {
     bench.prefill_attention(1024);
     bench.prefill_attention(8192);
     bench.prefill_attention(32768);

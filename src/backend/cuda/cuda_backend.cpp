@@ -304,6 +304,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   prefill.num_kv_heads = c.num_kv_heads;
   prefill.head_dim = c.head_dim;
   prefill.block_size = kv_shape_.block_size;
+  prefill.num_cache_blocks = static_cast<int>(kv_shape_.num_blocks) + 1;  // + the scratch block of decode graphs
   prefill.scale = scale;
 
   for (int l = 0; l < c.num_layers; ++l) {

@@ -98,13 +98,19 @@ class Bench {
         y(static_cast<size_t>(m) * n * 2, "bench");
     fill_random_bf16(w.as<__nv_bfloat16>(), static_cast<size_t>(n) * k, 3, 0.02f, stream_);
     fill_random_bf16(x.as<__nv_bfloat16>(), static_cast<size_t>(m) * k, 4, 1.0f, stream_);
-    const double t = time_per_call(
-        [&](int) { gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, m, n, k, stream_); }, 10,
-        stream_);
-    record("cublasLt",
-           std::to_string(m) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" + std::to_string(k) + " (" +
-               name + ")",
-           t, 2.0 * m * n * k, false);
+    const std::string shape = std::to_string(m) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" +
+                              std::to_string(k) + " (" + name + ")";
+    const auto time_gemm = [&] {
+      return time_per_call(
+          [&](int) { gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, m, n, k, stream_); },
+          10, stream_);
+    };
+    record("cublasLt", shape, time_gemm(), 2.0 * m * n * k, false);
+    const CublasLtGemm::TuneResult tuned =
+        gemm_.tune(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, m, n, k, stream_);
+    std::printf("  tuning: candidate %d of %d, %.1f -> %.1f us in the sweep\n", tuned.chosen, tuned.candidates,
+                tuned.first_choice_seconds * 1e6, tuned.chosen_seconds * 1e6);
+    record("cublasLt tuned", shape, time_gemm(), 2.0 * m * n * k, false);
   }
 
   // A paged KV pool for `sequences` sequences of `context` tokens; block tables scattered over the pool, or in pool
@@ -355,9 +361,12 @@ int main(int argc, char** argv) {
     bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
   }
   if (wants("gemm")) {
-    bench.prefill_gemm("gate_up", 8192, 2 * 9728, 2560);
-    bench.prefill_gemm("down", 8192, 2560, 9728);
-    bench.prefill_gemm("qkv", 1024, 6144, 2560);
+    for (int m : {8192, 1024}) {
+      bench.prefill_gemm("qkv", m, 6144, 2560);
+      bench.prefill_gemm("o_proj", m, 2560, 4096);
+      bench.prefill_gemm("gate_up", m, 2 * 9728, 2560);
+      bench.prefill_gemm("down", m, 2560, 9728);
+    }
   }
   if (only == "decode_attention" && argc == 4) {
     bench.decode_attention(std::atoi(argv[2]), std::atoi(argv[3]));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/gemv.h"
 #include "backend/cuda/kernels/prefill_attention.h"
@@ -98,13 +100,19 @@ class Bench {
         y(static_cast<size_t>(m) * n * 2, "bench");
     fill_random_bf16(w.as<__nv_bfloat16>(), static_cast<size_t>(n) * k, 3, 0.02f, stream_);
     fill_random_bf16(x.as<__nv_bfloat16>(), static_cast<size_t>(m) * k, 4, 1.0f, stream_);
-    const double t = time_per_call(
-        [&](int) { gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, m, n, k, stream_); }, 10,
-        stream_);
-    record("cublasLt",
-           std::to_string(m) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" + std::to_string(k) + " (" +
-               name + ")",
-           t, 2.0 * m * n * k, false);
+    const std::string shape = std::to_string(m) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" +
+                              std::to_string(k) + " (" + name + ")";
+    const auto time_gemm = [&] {
+      return time_per_call(
+          [&](int) { gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, m, n, k, stream_); },
+          10, stream_);
+    };
+    record("cublasLt", shape, time_gemm(), 2.0 * m * n * k, false);
+    const CublasLtGemm::TuneResult tuned =
+        gemm_.tune(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, m, n, k, stream_);
+    std::printf("  tuning: candidate %d of %d, %.1f -> %.1f us in the sweep\n", tuned.chosen, tuned.candidates,
+                tuned.first_choice_seconds * 1e6, tuned.chosen_seconds * 1e6);
+    record("cublasLt tuned", shape, time_gemm(), 2.0 * m * n * k, false);
   }
 
   // A paged KV pool for `sequences` sequences of `context` tokens; block tables scattered over the pool, or in pool
@@ -112,12 +120,14 @@ class Bench {
   struct Pool {
     DeviceBuffer k, v, tables;
     int stride = 0;
+    int num_blocks = 0;
   };
   Pool make_pool(int sequences, int context, bool scattered = true) {
     constexpr int kBlock = 16;
     Pool pool;
     pool.stride = (context + kBlock - 1) / kBlock;
     const int num_blocks = sequences * pool.stride;
+    pool.num_blocks = num_blocks;
     const size_t elements = static_cast<size_t>(num_blocks) * kKvHeads * kBlock * kHeadDim;
     pool.k = DeviceBuffer(elements * 2, "bench K");
     pool.v = DeviceBuffer(elements * 2, "bench V");
@@ -188,6 +198,32 @@ class Bench {
              bytes, true);
   }
 
+  // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,
+  // cached} = {0, 0, length, 0}.
+  static PrefillAttentionParams one_prompt_attention(const Pool& pool, const DeviceBuffer& q, DeviceBuffer& out,
+                                                     const DeviceBuffer& meta, int length) {
+    PrefillAttentionParams p;
+    p.q = q.as<__nv_bfloat16>();
+    p.k_cache = pool.k.as<__nv_bfloat16>();
+    p.v_cache = pool.v.as<__nv_bfloat16>();
+    p.block_tables = pool.tables.as<int32_t>();
+    p.table_rows = meta.as<int32_t>();
+    p.q_starts = meta.as<int32_t>() + 1;
+    p.q_lens = meta.as<int32_t>() + 2;
+    p.cached_lens = meta.as<int32_t>() + 3;
+    p.out = out.as<__nv_bfloat16>();
+    p.block_table_stride = pool.stride;
+    p.num_prefill = 1;
+    p.max_q_len = length;
+    p.num_heads = kHeads;
+    p.num_kv_heads = kKvHeads;
+    p.head_dim = kHeadDim;
+    p.block_size = 16;
+    p.num_cache_blocks = pool.num_blocks;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    return p;
+  }
+
   // Both prefill kernels on the same data (the wgmma one where the device has it).
   void prefill_attention(int length) {
     Pool pool = make_pool(1, length);
@@ -197,24 +233,7 @@ class Bench {
     const std::vector<int32_t> meta = {0, 0, length, 0};  // table row, q start, q len, cached
     DeviceBuffer dmeta(meta.size() * 4, "bench");
     CUDA_CHECK(cudaMemcpy(dmeta.data(), meta.data(), meta.size() * 4, cudaMemcpyHostToDevice));
-    PrefillAttentionParams p;
-    p.q = q.as<__nv_bfloat16>();
-    p.k_cache = pool.k.as<__nv_bfloat16>();
-    p.v_cache = pool.v.as<__nv_bfloat16>();
-    p.block_tables = pool.tables.as<int32_t>();
-    p.table_rows = dmeta.as<int32_t>();
-    p.q_starts = dmeta.as<int32_t>() + 1;
-    p.q_lens = dmeta.as<int32_t>() + 2;
-    p.cached_lens = dmeta.as<int32_t>() + 3;
-    p.out = out.as<__nv_bfloat16>();
-    p.block_table_stride = pool.stride;
-    p.num_prefill = 1;
-    p.max_q_len = length;
-    p.num_heads = kHeads;
-    p.num_kv_heads = kKvHeads;
-    p.head_dim = kHeadDim;
-    p.block_size = 16;
-    p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+    const PrefillAttentionParams p = one_prompt_attention(pool, q, out, dmeta, length);
     // Causal: query i attends to i + 1 keys; QK^T and PV are 2 * head_dim FLOPs per (query, key) each.
     const double flops = 4.0 * kHeadDim * kHeads * (static_cast<double>(length) * (length + 1) / 2);
     const std::string shape = "1 seq x " + std::to_string(length) + " causal";
@@ -223,6 +242,122 @@ class Bench {
     if (prefill_attention_wgmma_available())
       record("prefill attention wgmma", shape,
              time_per_call([&](int) { launch_prefill_attention_wgmma(p, stream_); }, 5, stream_), flops, false);
+  }
+
+  // One prefill step's kernels at `tokens` rows of one sequence (Qwen3-4B shapes), each timed alone, then the layer's
+  // chain in order as one graph: the per-kernel breakdown of a prefill step (x 36 layers + embedding).
+  void prefill_layer(int tokens) {
+    constexpr int kHidden = 2560, kIntermediate = 9728, kQWidth = kHeads * kHeadDim;
+    constexpr int kQkvWidth = (kHeads + 2 * kKvHeads) * kHeadDim, kLayers = 36, kTableRows = 16384;
+    const size_t m = static_cast<size_t>(tokens);
+    const auto random_bf16_buffer = [&](size_t elements, uint64_t seed, float scale) {
+      DeviceBuffer buffer(elements * 2, "bench");
+      fill_random_bf16(buffer.as<__nv_bfloat16>(), elements, seed, scale, stream_);
+      return buffer;
+    };
+    DeviceBuffer table = random_bf16_buffer(size_t{kTableRows} * kHidden, 21, 0.05f);
+    DeviceBuffer norm_weight = random_bf16_buffer(kHidden, 22, 1.0f),
+                 head_norm = random_bf16_buffer(kHeadDim, 23, 1.0f);
+    DeviceBuffer w_qkv = random_bf16_buffer(size_t{kQkvWidth} * kHidden, 24, 0.02f),
+                 w_o = random_bf16_buffer(size_t{kHidden} * kQWidth, 25, 0.02f),
+                 w_gate_up = random_bf16_buffer(size_t{2 * kIntermediate} * kHidden, 26, 0.02f),
+                 w_down = random_bf16_buffer(size_t{kHidden} * kIntermediate, 27, 0.02f);
+    DeviceBuffer delta = random_bf16_buffer(m * kHidden, 28, 1.0f), normed = random_bf16_buffer(m * kHidden, 29, 1.0f),
+                 qkv = random_bf16_buffer(m * kQkvWidth, 30, 1.0f), q = random_bf16_buffer(m * kQWidth, 31, 1.0f),
+                 attention = random_bf16_buffer(m * kQWidth, 32, 1.0f),
+                 gate_up = random_bf16_buffer(m * 2 * kIntermediate, 33, 1.0f),
+                 activation = random_bf16_buffer(m * kIntermediate, 34, 1.0f);
+    DeviceBuffer residual(m * kHidden * 4, "bench"), inv_freq(kHeadDim / 2 * 4, "bench");
+    fill_random_f32(residual.as<float>(), m * kHidden, 35, 1.0f, stream_);
+    fill_random_f32(inv_freq.as<float>(), kHeadDim / 2, 36, 0.5f, stream_);
+    Pool pool = make_pool(1, tokens, false);
+    std::vector<int32_t> ids(m), positions(m), meta = {0, 0, tokens, 0};  // table row, q start, q len, cached
+    std::vector<int64_t> slots(m);
+    for (int t = 0; t < tokens; ++t) {
+      ids[static_cast<size_t>(t)] = (t * 7919) % kTableRows;
+      positions[static_cast<size_t>(t)] = t;
+      slots[static_cast<size_t>(t)] = t;  // blocks in pool order
+    }
+    DeviceBuffer d_ids(m * 4, "bench"), d_positions(m * 4, "bench"), d_slots(m * 8, "bench"), d_meta(16, "bench");
+    CUDA_CHECK(cudaMemcpy(d_ids.data(), ids.data(), m * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_positions.data(), positions.data(), m * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_slots.data(), slots.data(), m * 8, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_meta.data(), meta.data(), 16, cudaMemcpyHostToDevice));
+
+    FusedAddRmsNormParams norm;
+    norm.residual = residual.as<float>();
+    norm.delta = delta.as<__nv_bfloat16>();
+    norm.weight = norm_weight.as<__nv_bfloat16>();
+    norm.out = normed.as<__nv_bfloat16>();
+    norm.num_rows = tokens;
+    norm.hidden = kHidden;
+    QkNormRopeCacheWriteParams rope;
+    rope.qkv = qkv.as<__nv_bfloat16>();
+    rope.positions = d_positions.as<int32_t>();
+    rope.slots = d_slots.as<int64_t>();
+    rope.q_norm = rope.k_norm = head_norm.as<__nv_bfloat16>();
+    rope.inv_freq = inv_freq.as<float>();
+    rope.q_out = q.as<__nv_bfloat16>();
+    rope.k_cache = pool.k.as<__nv_bfloat16>();
+    rope.v_cache = pool.v.as<__nv_bfloat16>();
+    rope.num_tokens = tokens;
+    rope.num_heads = kHeads;
+    rope.num_kv_heads = kKvHeads;
+    rope.head_dim = kHeadDim;
+    rope.block_size = 16;
+    const PrefillAttentionParams attn = one_prompt_attention(pool, q, attention, d_meta, tokens);
+    const auto gemm = [&](const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& y, int n, int k) {
+      gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, tokens, n, k, stream_);
+    };
+
+    struct Op {
+      const char* name;
+      std::function<void()> launch;
+      double amount;  // bytes moved or FLOPs
+      bool bandwidth;
+    };
+    const double rows = static_cast<double>(tokens);
+    const double attention_flops = 4.0 * kHeadDim * kHeads * (rows * (rows + 1) / 2);
+    const std::vector<Op> layer = {
+        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
+        {"qkv gemm", [&] { gemm(normed, w_qkv, qkv, kQkvWidth, kHidden); }, 2.0 * rows * kQkvWidth * kHidden, false},
+        {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, stream_); }, rows * kQkvWidth * 4.0, true},
+        {"prefill attention", [&] { launch_prefill_attention(attn, stream_); }, attention_flops, false},
+        {"o_proj gemm", [&] { gemm(attention, w_o, delta, kHidden, kQWidth); }, 2.0 * rows * kHidden * kQWidth, false},
+        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
+        {"gate_up gemm", [&] { gemm(normed, w_gate_up, gate_up, 2 * kIntermediate, kHidden); },
+         2.0 * rows * 2 * kIntermediate * kHidden, false},
+        {"swiglu",
+         [&] {
+           launch_swiglu({gate_up.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), tokens, kIntermediate}, stream_);
+         },
+         rows * kIntermediate * 6.0, true},
+        {"down gemm", [&] { gemm(activation, w_down, delta, kHidden, kIntermediate); },
+         2.0 * rows * kHidden * kIntermediate, false},
+    };
+    const std::string shape = std::to_string(tokens) + " tokens, 1 layer";
+    double sum = 0;
+    for (const Op& op : layer) {
+      const double t = time_per_call([&](int) { op.launch(); }, 5, stream_);
+      record(std::string("step: ") + op.name, shape, t, op.amount, op.bandwidth);
+      sum += t;
+    }
+    const double t_embedding = time_per_call(
+        [&](int) {
+          launch_embedding({d_ids.as<int32_t>(), table.as<__nv_bfloat16>(), residual.as<float>(), tokens, kHidden},
+                           stream_);
+        },
+        5, stream_);
+    record("step: embedding", std::to_string(tokens) + " tokens", t_embedding, rows * kHidden * 6.0, true);
+    const double t_chain = time_per_call(
+        [&](int) {
+          for (const Op& op : layer) op.launch();
+        },
+        3, stream_);
+    std::printf(
+        "prefill step %d tokens: kernels of one layer %.3f ms alone, %.3f ms as a chain; x %d layers + "
+        "embedding = %.2f ms (chain)\n",
+        tokens, sum * 1e3, t_chain * 1e3, kLayers, (kLayers * t_chain + t_embedding) * 1e3);
   }
 
   // The small per-layer kernels of a batch-1 decode step, timed as graph replays (what a decode graph pays).
@@ -342,7 +477,8 @@ class Bench {
 
 // Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
 // small_ops, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that one case
-// (for profilers).
+// (for profilers), as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` (not in the default run) breaks one
+// prefill step down by kernel.
 int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";
@@ -359,9 +495,12 @@ int main(int argc, char** argv) {
     bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
   }
   if (wants("gemm")) {
-    bench.prefill_gemm("gate_up", 8192, 2 * 9728, 2560);
-    bench.prefill_gemm("down", 8192, 2560, 9728);
-    bench.prefill_gemm("qkv", 1024, 6144, 2560);
+    for (int m : {8192, 1024}) {
+      bench.prefill_gemm("qkv", m, 6144, 2560);
+      bench.prefill_gemm("o_proj", m, 2560, 4096);
+      bench.prefill_gemm("gate_up", m, 2 * 9728, 2560);
+      bench.prefill_gemm("down", m, 2560, 9728);
+    }
   }
   if (only == "decode_attention" && argc == 4) {
     bench.decode_attention(std::atoi(argv[2]), std::atoi(argv[3]));
@@ -377,12 +516,17 @@ int main(int argc, char** argv) {
     bench.decode_attention(16, 32768);
     bench.decode_attention(256, 1536);
   }
-  if (wants("prefill_attention")) {
+  if (only == "prefill_attention" && argc == 3) {
+    bench.prefill_attention(std::atoi(argv[2]));
+  } else if (wants("prefill_attention")) {
     bench.prefill_attention(1024);
     bench.prefill_attention(8192);
     bench.prefill_attention(32768);
   }
   if (wants("small_ops")) bench.decode_small_ops();
+  if (only == "prefill_step") {
+    bench.prefill_layer(argc > 2 ? std::atoi(argv[2]) : 8192);
+  }
   if (wants("sampling")) {
     bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
     bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);

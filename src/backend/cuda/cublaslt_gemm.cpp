@@ -1,5 +1,6 @@
 #include "backend/cuda/cublaslt_gemm.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "backend/cuda/cuda_check.h"
@@ -9,6 +10,8 @@ namespace qinfer::cuda {
 namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
+constexpr int kTuneCandidates = 8;
+constexpr int kTuneRounds = 7;
 
 }  // namespace
 
@@ -50,19 +53,26 @@ const CublasLtGemm::Operation& CublasLtGemm::operation_for(int n, int k, bool y_
   return operations_.emplace(key, op).first->second;
 }
 
-cublasLtMatmulAlgo_t CublasLtGemm::heuristic(const Operation& op, const ActivationLayouts& layouts) {
+std::vector<cublasLtMatmulAlgo_t> CublasLtGemm::heuristics(const Operation& op, const ActivationLayouts& layouts,
+                                                           int count) {
   cublasLtMatmulPreference_t preference = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   size_t workspace_bytes = kWorkspaceBytes;
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                     &workspace_bytes, sizeof(workspace_bytes)));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(count));
   int found = 0;
   CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, op.desc, op.weight, layouts.x, layouts.y, layouts.y, preference,
-                                              1, &result, &found));
+                                              count, results.data(), &found));
   cublasLtMatmulPreferenceDestroy(preference);
   QINFER_CHECK(found > 0, "cuBLASLt has no algorithm for this GEMM shape");
-  return result.algo;
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  for (int i = 0; i < found; ++i) algos.push_back(results[static_cast<size_t>(i)].algo);
+  return algos;
+}
+
+cublasLtMatmulAlgo_t CublasLtGemm::heuristic(const Operation& op, const ActivationLayouts& layouts) {
+  return heuristics(op, layouts, 1).front();
 }
 
 const cublasLtMatmulAlgo_t& CublasLtGemm::algo_for(int m, int n, int k, bool y_fp32, const Operation& op,
@@ -93,6 +103,59 @@ void CublasLtGemm::matmul(const __nv_bfloat16* x, const __nv_bfloat16* weight, v
   const float alpha = 1.0f, beta = 0.0f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, op.desc, &alpha, weight, op.weight, x, layouts.x, &beta, y, layouts.y, y,
                               layouts.y, &algo, workspace_.data(), workspace_.bytes(), stream));
+}
+
+CublasLtGemm::TuneResult CublasLtGemm::tune(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32,
+                                            int m, int n, int k, cudaStream_t stream) {
+  const Operation& op = operation_for(n, k, y_fp32);
+  const ActivationLayouts layouts(m, n, k, y_fp32);
+  const std::vector<cublasLtMatmulAlgo_t> candidates = heuristics(op, layouts, kTuneCandidates);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  const float alpha = 1.0f, beta = 0.0f;
+  const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
+    return cublasLtMatmul(handle_, op.desc, &alpha, weight, op.weight, x, layouts.x, &beta, y, layouts.y, y, layouts.y,
+                          &algo, workspace_.data(), workspace_.bytes(), stream);
+  };
+  // The warm-up launch loads each candidate's module; candidates that fail to launch are dropped.
+  std::vector<size_t> usable;
+  for (size_t c = 0; c < candidates.size(); ++c)
+    if (run(candidates[c]) == CUBLAS_STATUS_SUCCESS) usable.push_back(c);
+  QINFER_CHECK(!usable.empty(), "no cuBLASLt candidate algorithm launches for this GEMM shape");
+  // Rounds over all candidates, so that clock and temperature drift during the sweep touch every candidate alike;
+  // a candidate's time is its median round.
+  std::vector<std::vector<float>> samples(candidates.size());
+  for (int round = 0; round < kTuneRounds; ++round)
+    for (size_t c : usable) {
+      CUDA_CHECK(cudaEventRecord(start, stream));
+      CUBLAS_CHECK(run(candidates[c]));
+      CUDA_CHECK(cudaEventRecord(stop, stream));
+      CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      samples[c].push_back(ms);
+    }
+  TuneResult result;
+  result.candidates = static_cast<int>(candidates.size());
+  for (size_t c : usable) {
+    std::sort(samples[c].begin(), samples[c].end());
+    const double seconds = samples[c][samples[c].size() / 2] * 1e-3;
+    if (c == usable.front()) result.first_choice_seconds = seconds;
+    if (result.chosen_seconds == 0 || seconds < result.chosen_seconds) {
+      result.chosen_seconds = seconds;
+      result.chosen = static_cast<int>(c);
+    }
+  }
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  bucket_algos_.insert_or_assign(ShapeKey{m, n, k, y_fp32}, candidates[static_cast<size_t>(result.chosen)]);
+  // Shapes checked against the bucket's previous algorithm are checked again on their next use.
+  std::erase_if(checked_, [&](const ShapeKey& key) {
+    const auto& [key_m, key_n, key_k, key_fp32] = key;
+    return key_n == n && key_k == k && key_fp32 == y_fp32 && bucket_of(key_m) == m;
+  });
+  return result;
 }
 
 }  // namespace qinfer::cuda

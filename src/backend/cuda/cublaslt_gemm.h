@@ -4,7 +4,9 @@
 // cuBLASLt's algorithm heuristic costs on the order of a millisecond per call, and a serving engine sees a different m
 // (tokens in the step) nearly every step. So the algorithm is chosen once per bucket of m (16, then powers of two), at
 // the bucket's upper end, and reused for every m in the bucket after a one-time check that it supports that exact
-// shape. The backend runs one GEMM per bucket at load time, which chooses them all up front.
+// shape. The backend runs one GEMM per bucket at load time, which chooses them all up front; for prefill-sized buckets
+// it times the heuristic's first candidates instead (tune()), since the first one is 3-6 % slower than the best on the
+// Qwen3-4B prefill shapes (docs/CUDA_NOTES.md).
 #pragma once
 
 #include <cublasLt.h>
@@ -14,6 +16,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "backend/cuda/device_buffer.h"
 
@@ -33,6 +36,16 @@ class CublasLtGemm {
   // The bucket whose algorithm serves m: 16 for m <= 16, else the next power of two.
   static int bucket_of(int m);
 
+  // Times the heuristic's first few algorithms for this shape on these buffers (only y is written) and keeps the
+  // fastest for m's bucket (call it with the bucket's upper end, or the largest m the caller will use). Synchronises
+  // the stream. Returns the seconds per call of the heuristic's first choice and of the kept one.
+  struct TuneResult {
+    double first_choice_seconds = 0, chosen_seconds = 0;
+    int candidates = 0, chosen = 0;
+  };
+  TuneResult tune(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32, int m, int n, int k,
+                  cudaStream_t stream);
+
  private:
   using ShapeKey = std::tuple<int, int, int, bool>;  // m (or its bucket), n, k, y_fp32
   struct Operation {                                 // per (n, k, y_fp32): what does not depend on m
@@ -50,6 +63,7 @@ class CublasLtGemm {
 
   const Operation& operation_for(int n, int k, bool y_fp32);
   cublasLtMatmulAlgo_t heuristic(const Operation& op, const ActivationLayouts& layouts);
+  std::vector<cublasLtMatmulAlgo_t> heuristics(const Operation& op, const ActivationLayouts& layouts, int count);
   const cublasLtMatmulAlgo_t& algo_for(int m, int n, int k, bool y_fp32, const Operation& op,
                                        const ActivationLayouts& layouts);
 

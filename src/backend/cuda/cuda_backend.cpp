@@ -1,5 +1,6 @@
 #include "backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -41,6 +42,9 @@ std::string gib(double bytes) {
 // Measured on the H200 (docs/CUDA_NOTES.md): the GEMV kernel beats cuBLASLt at one row, ties at two and loses from
 // four rows on, where re-reading x from L1 per weight vector dominates.
 constexpr int kGemvRowLimit = 2;
+// Buckets of at least this many rows get their cuBLASLt algorithm by timing candidates at start-up (docs/CUDA_NOTES.md,
+// prefill runs P1-P3).
+constexpr int kTunedGemmRows = 1024;
 
 // Device addresses of one step's metadata (see BatchPlan).
 struct DeviceBatch {
@@ -190,19 +194,32 @@ bf16* CudaBackend::v_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * 
 
 // CUDA loads kernel modules lazily: the first launch of each cuBLASLt kernel costs milliseconds, which a request would
 // otherwise pay as TTFT the first time its token count falls in a new bucket. One GEMM per bucket and shape, on the
-// workspace's buffers (their contents do not matter), loads them all at start-up.
+// workspace's buffers, loads them all at start-up; prefill-sized buckets time several candidates instead (tune()).
 void CudaBackend::warm_up_gemms() {
   const ModelConfig& c = model_->config;
   const cuda::Workspace& w = *workspace_;
   const cuda::GpuLayerWeights& lw = weights_.layers.front();
   const int qkv_width = c.q_width() + 2 * c.kv_width();
   const int first_bucket = cuda::CublasLtGemm::bucket_of(kGemvRowLimit + 1);
+  // Tuning times candidates on these buffers: embedding rows (model-like bf16 values) instead of the zeros of fresh
+  // allocations, on which GEMMs draw less power and run faster than on real activations (docs/CUDA_NOTES.md).
+  const size_t table_bytes = static_cast<size_t>(c.vocab_size) * c.hidden_size * sizeof(bf16);
+  for (const cuda::DeviceBuffer* buffer : {&w.normed, &w.attention, &w.activation})
+    CUDA_CHECK(cudaMemcpyAsync(buffer->data(), weights_.embed, std::min(buffer->bytes(), table_bytes),
+                               cudaMemcpyDeviceToDevice, stream_));
   for (int bucket = first_bucket;; bucket *= 2) {
     const int rows = std::min(bucket, options_.max_num_batched_tokens);
-    linear(w.normed.as<bf16>(), rows, lw.qkv, qkv_width, c.hidden_size, w.qkv.data());
-    linear(w.attention.as<bf16>(), rows, lw.o_proj, c.hidden_size, c.q_width(), w.delta.data());
-    linear(w.normed.as<bf16>(), rows, lw.gate_up, 2 * c.intermediate_size, c.hidden_size, w.gate_up.data());
-    linear(w.activation.as<bf16>(), rows, lw.down, c.hidden_size, c.intermediate_size, w.delta.data());
+    // Prefill-sized GEMMs are most of a prompt's time: their algorithm is the fastest of the heuristic's first few.
+    const auto warm = [&](const bf16* x, const bf16* weight, int n, int k, void* y) {
+      if (rows >= kTunedGemmRows)
+        gemm_->tune(x, weight, y, false, rows, n, k, stream_);
+      else
+        linear(x, rows, weight, n, k, y);
+    };
+    warm(w.normed.as<bf16>(), lw.qkv, qkv_width, c.hidden_size, w.qkv.data());
+    warm(w.attention.as<bf16>(), lw.o_proj, c.hidden_size, c.q_width(), w.delta.data());
+    warm(w.normed.as<bf16>(), lw.gate_up, 2 * c.intermediate_size, c.hidden_size, w.gate_up.data());
+    warm(w.activation.as<bf16>(), lw.down, c.hidden_size, c.intermediate_size, w.delta.data());
     if (bucket == first_bucket || bucket / 2 < options_.max_num_seqs)
       linear(w.final_normed.as<bf16>(), std::min(bucket, options_.max_num_seqs), weights_.lm_head, c.vocab_size,
              c.hidden_size, w.logits.data(), true);
@@ -305,6 +322,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   prefill.num_kv_heads = c.num_kv_heads;
   prefill.head_dim = c.head_dim;
   prefill.block_size = kv_shape_.block_size;
+  prefill.num_cache_blocks = static_cast<int>(kv_shape_.num_blocks) + 1;  // + the scratch block of decode graphs
   prefill.scale = scale;
 
   for (int l = 0; l < c.num_layers; ++l) {

@@ -51,11 +51,26 @@ struct PagedCache {
       for (int b = 0; b < (context_lens[seq] + block_size - 1) / block_size; ++b)
         tables[seq * static_cast<size_t>(stride) + static_cast<size_t>(b)] = ids[next_id++];
   }
-  // [head_dim] of token `token` of a sequence (block-table row `seq`) for one KV head.
-  const __nv_bfloat16* row(const std::vector<__nv_bfloat16>& cache, int seq, int token, int kv_head) const {
+  // Offset of [head_dim] of token `token` of a sequence (block-table row `seq`) for one KV head.
+  size_t row_offset(int seq, int token, int kv_head) const {
     const int64_t block = tables[static_cast<size_t>(seq) * stride + token / block_size];
-    return &cache[static_cast<size_t>(((block * shape.num_kv_heads + kv_head) * block_size + token % block_size) *
-                                      shape.head_dim)];
+    return static_cast<size_t>(((block * shape.num_kv_heads + kv_head) * block_size + token % block_size) *
+                               shape.head_dim);
+  }
+  const __nv_bfloat16* row(const std::vector<__nv_bfloat16>& cache, int seq, int token, int kv_head) const {
+    return &cache[row_offset(seq, token, kv_head)];
+  }
+  // NaN in K and V of the slots past each sequence's context in its last block, as stale or never-written cache
+  // slots may hold: a kernel that reads them into its products (even multiplied by a probability of 0) fails.
+  void poison_past_context(const std::vector<int>& context_lens) {
+    const __nv_bfloat16 nan = __float2bfloat16(NAN);
+    for (size_t seq = 0; seq < context_lens.size(); ++seq)
+      for (int token = context_lens[seq]; token % block_size != 0; ++token)
+        for (int h = 0; h < shape.num_kv_heads; ++h) {
+          const size_t offset = row_offset(static_cast<int>(seq), token, h);
+          std::fill_n(k.begin() + static_cast<ptrdiff_t>(offset), shape.head_dim, nan);
+          std::fill_n(v.begin() + static_cast<ptrdiff_t>(offset), shape.head_dim, nan);
+        }
   }
 };
 
@@ -242,7 +257,7 @@ class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
   // Sequence i has cached[i] tokens in the cache before its q_lens[i] new ones; all are attended to causally. Query
   // rows i % check_every == 0 and each sequence's last row are compared (all heads), to bound the float64 reference.
   void check_against_reference(const std::vector<int>& cached, const std::vector<int>& q_lens, unsigned seed,
-                               int check_every = 1) {
+                               int check_every = 1, bool poison_past_context = false) {
     const PrefillCase& c = GetParam();
     if (c.kernel == PrefillKernel::kWgmma && !prefill_attention_wgmma_available())
       GTEST_SKIP() << "the wgmma kernel needs an sm_90a build on a compute 9.0 GPU";
@@ -257,6 +272,7 @@ class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
     }
     const int seqs = static_cast<int>(cached.size());
     PagedCache cache(shape, context_lens, rng, c.block_size);
+    if (poison_past_context) cache.poison_past_context(context_lens);
     const auto q = random_bf16(static_cast<size_t>(total) * shape.num_heads * shape.head_dim, rng, 2.0f);
     // Sequences use the block-table rows in reverse, so a table row differs from the sequence index.
     std::vector<int32_t> table_rows(static_cast<size_t>(seqs));
@@ -281,6 +297,7 @@ class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
     p.num_kv_heads = shape.num_kv_heads;
     p.head_dim = shape.head_dim;
     p.block_size = cache.block_size;
+    p.num_cache_blocks = cache.num_blocks;
     p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
     if (c.kernel == PrefillKernel::kWgmma)
       launch_prefill_attention_wgmma(p, nullptr);
@@ -317,6 +334,14 @@ TEST_P(PrefillAttentionTest, LongChunksWrapThePipeline) {
   SKIP_WITHOUT_GPU();
   // Many key tiles per query block (stages reused several times), a diagonal that crosses tile boundaries.
   check_against_reference({0, 333, 1000}, {520, 700, 129}, 12, 5);
+}
+
+TEST_P(PrefillAttentionTest, IgnoresStaleSlotsPastTheContext) {
+  SKIP_WITHOUT_GPU();
+  // Contexts that end inside a key tile and inside a cache block, after full tiles that take the bulk-copy path. All
+  // three end at the same position: the harness hands sequence i the table row of sequence n - 1 - i, so equal
+  // contexts keep every poisoned slot past every reader's context.
+  check_against_reference({0, 250, 376}, {377, 127, 1}, 15, 3, true);
 }
 
 TEST_P(PrefillAttentionTest, ManyShortSequences) {

@@ -1,6 +1,10 @@
 // Element-wise and linear kernels against float64 references on random inputs, outputs poisoned beforehand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+#include <tuple>
+
 #include "backend/cuda/cublaslt_gemm.h"
 #include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
@@ -82,6 +86,31 @@ TEST(CublasLtGemm, MatchesReference) {
     const auto ref = reference_linear(to_double(x), to_double(w), m, n, k);
     EXPECT_LT(relative_error(dy.download(), ref), kBf16Tolerance) << m << "x" << n << "x" << k;
     EXPECT_LT(relative_error(dy32.download(), ref), 1e-5) << m << "x" << n << "x" << k;
+  }
+}
+
+TEST(CublasLtGemm, TunedAlgorithmsMatchReference) {
+  SKIP_WITHOUT_GPU();
+  CublasLtGemm gemm;
+  std::mt19937 rng(8);
+  const int n = 320, k = 512;
+  const auto w = random_bf16(static_cast<size_t>(n) * k, rng, 0.1f);
+  DeviceArray<__nv_bfloat16> dw(w);
+  // m = 77 first checks the bucket's heuristic algorithm for that exact shape; tuning at the bucket's end (128)
+  // replaces the bucket's algorithm, so 77 must be checked again; 128 uses the tuned one directly.
+  for (int m : {77, 128, 77}) {
+    const auto x = random_bf16(static_cast<size_t>(m) * k, rng);
+    DeviceArray<__nv_bfloat16> dx(x), dy(static_cast<size_t>(m) * n);
+    if (m == 128) {
+      DeviceArray<__nv_bfloat16> scratch(static_cast<size_t>(m) * n);
+      const CublasLtGemm::TuneResult tuned = gemm.tune(dx.get(), dw.get(), scratch.get(), false, m, n, k, nullptr);
+      EXPECT_GT(tuned.candidates, 0);
+      EXPECT_GT(tuned.chosen_seconds, 0.0);
+      EXPECT_LE(tuned.chosen_seconds, tuned.first_choice_seconds);
+    }
+    gemm.matmul(dx.get(), dw.get(), dy.get(), false, m, n, k, nullptr);
+    const auto ref = reference_linear(to_double(x), to_double(w), m, n, k);
+    EXPECT_LT(relative_error(dy.download(), ref), kBf16Tolerance) << "m " << m;
   }
 }
 
@@ -202,18 +231,26 @@ TEST(GemvSwiglu, MatchesReferenceAndUnfusedPath) {
   }
 }
 
-class QkNormRopeTest : public ::testing::TestWithParam<int> {};
+// (head_dim, tokens): 5 tokens take the one-head-per-warp path, 300 the several-heads-per-warp path of prefill.
+class QkNormRopeTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
   SKIP_WITHOUT_GPU();
-  const int head_dim = GetParam(), heads = 6, kv_heads = 2, block_size = 16, num_blocks = 8, tokens = 5;
+  const auto [head_dim, tokens] = GetParam();
+  const int heads = 6, kv_heads = 2, block_size = 16, num_blocks = tokens / block_size + 8;
   const double theta = 5e6, eps = 1e-6;
-  std::mt19937 rng(head_dim);
+  std::mt19937 rng(head_dim + tokens);
   const int width = (heads + 2 * kv_heads) * head_dim;
   const auto qkv = random_bf16(static_cast<size_t>(tokens) * width, rng, 3.0f);
   const auto q_norm = random_bf16(head_dim, rng, 0.25f, 1.0f), k_norm = random_bf16(head_dim, rng, 0.25f, 1.0f);
-  const std::vector<int32_t> positions = {0, 1, 37, 4095, 262000};
-  const std::vector<int64_t> slots = {3, 17, 100, 127, 64};
+  // Positions from 0 to past 256 K; each token in its own cache slot, scattered over the pool.
+  std::vector<int32_t> positions = {0, 1, 37, 4095, 262000};
+  std::vector<int64_t> slots(static_cast<size_t>(num_blocks) * block_size);
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  slots.resize(static_cast<size_t>(tokens));
+  for (int t = 5; t < tokens; ++t) positions.push_back((t * 7919) % 262144);
+  positions.resize(static_cast<size_t>(tokens));
   std::vector<float> inv_freq(head_dim / 2);
   for (int i = 0; i < head_dim / 2; ++i) inv_freq[i] = static_cast<float>(std::pow(theta, -2.0 * i / head_dim));
 
@@ -283,7 +320,8 @@ TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
   EXPECT_EQ(relative_error(v_got, v_ref), 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadDims, QkNormRopeTest, ::testing::Values(64, 128));
+INSTANTIATE_TEST_SUITE_P(HeadDimsAndTokens, QkNormRopeTest,
+                         ::testing::Combine(::testing::Values(64, 128), ::testing::Values(5, 300)));
 
 }  // namespace
 }  // namespace qinfer::cuda

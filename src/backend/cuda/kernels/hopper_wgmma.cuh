@@ -57,9 +57,26 @@ __device__ __forceinline__ void cp_async_16(uint32_t destination, const void* so
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(source), "r"(valid ? 16 : 0));
 }
 
-// Arrives on the barrier once all of this thread's earlier cp.async copies have completed (counted in its init count).
-__device__ __forceinline__ void cp_async_mbarrier_arrive(uint64_t* barrier) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(barrier)) : "memory");
+// Makes the barriers' initialisation visible to the bulk copy engine (the async proxy) before it signals them.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Arrives on the barrier and adds `bytes` to the transaction bytes its current phase waits for.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint64_t* barrier, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(bytes)
+               : "memory");
+}
+
+// Bulk tensor copy (TMA) of the box at element coordinates (column, row) of `map` to the shared-memory address
+// `destination`; its bytes complete transactions on `barrier`. `map` must be a __grid_constant__ kernel parameter.
+__device__ __forceinline__ void tma_load_2d(uint32_t destination, const void* map, int column, int row,
+                                            uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          destination),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(column), "r"(row), "r"(shared_address(barrier))
+      : "memory");
 }
 
 // Makes this thread's completed generic-proxy writes to shared memory (cp.async included) visible to the tensor cores.

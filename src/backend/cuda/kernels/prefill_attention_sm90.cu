@@ -1,13 +1,14 @@
 // Hopper (sm_90a) causal prefill attention over the paged KV cache, FlashAttention-3 structure: one producer
-// warpgroup copies K/V tiles of 128 keys through the block table (cp.async into 128-byte-swizzled shared memory, three
-// stages, mbarrier full/empty pipeline); two consumer warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with both
-// operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma with P as the register A
-// operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile t with P·V of tile t −
+// warp copies K/V tiles of 128 keys through the block table (bulk tensor copies into 128-byte-swizzled shared memory,
+// three stages, mbarrier full/empty pipeline); two consumer warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with
+// both operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma with P as the register
+// A operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile t with P·V of tile t −
 // 1, and the two consumers take turns on the tensor cores (ping-pong). docs/CUDA_NOTES.md has the measurements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
+#include "backend/cuda/kernels/tensor_map.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #include "backend/cuda/kernels/hopper_wgmma.cuh"
 #endif
@@ -47,51 +48,63 @@ struct TileRange {
   int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
 };
 
-// Producer warpgroup: tile t goes into stage t % kStages once the consumers released that stage; each thread's copies
-// arrive on full[stage] when they complete (cp.async.mbarrier.arrive), so all stages can be in flight at once. The
-// block size is a multiple of 16, so each 16-token group of a tile lies in one cache block: one page lookup per group.
+// Producer warp (the first of the producer warpgroup): tile t goes into stage t % kStages once the consumers released
+// that stage. A tile whose keys all lie inside the context is copied by the bulk tensor copy engine: one lane issues
+// two boxes of 16 rows x 64 columns per 16-token group and slab (the block size is a multiple of 16, so a group lies in
+// one cache block: one page lookup), and full[stage] completes when their bytes have landed. The tile that reaches past
+// the context (at most one per query block) is copied by the warp with cp.async instead, rows past the end zero-filled:
+// V rows there must be finite, since P·V multiplies them by the probability 0.
 template <int kHeadDim>
-__device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const TileRange& r,
-                                                 unsigned char* stages, uint64_t* full, uint64_t* empty) {
+__device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const CUtensorMap* k_map,
+                                                 const CUtensorMap* v_map, const TileRange& r, unsigned char* stages,
+                                                 uint64_t* full, uint64_t* empty) {
   using Layout = SharedLayout<kHeadDim>;
+  constexpr int kSlabs = kHeadDim / 64;
   constexpr int kChunks = kHeadDim / 8;
-  constexpr int kRowStep = kWarpgroupThreads / kChunks;  // 8 or 16: rows first_row + kRowStep * i
-  constexpr int kRowsPerGroup = 16 / kRowStep;           // this thread's rows per 16-token group
-  const int thread = threadIdx.x % kWarpgroupThreads;
-  const int column = (thread % kChunks) * 8, first_row = thread / kChunks;
+  const int lane = threadIdx.x % 32;
   const int kv_head = r.head / (p.num_heads / p.num_kv_heads);
   const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[r.seq]) * p.block_table_stride;
   const int block_size = p.block_size;
-
-  // Rows first_row + kRowStep * i of a tile share (row % 8), hence the swizzled chunk: one base address per thread.
-  const uint32_t thread_destination = sm90::shared_address(stages) + sm90::swizzled_offset(kBlockN, first_row, column);
-  const int64_t thread_source = static_cast<int64_t>(first_row) * kHeadDim + column;
+  // Row of the [blocks * kv_heads * block_size, head_dim] cache matrix that holds `token` of this sequence and head.
+  const auto cache_row = [&](int token) {
+    return (table[token / block_size] * p.num_kv_heads + kv_head) * block_size + token % block_size;
+  };
 
   for (int tile = 0; tile < r.num_tiles; ++tile) {
     const int stage = tile % kStages;
     if (tile >= kStages) sm90::mbarrier_wait(&empty[stage], (tile / kStages - 1) & 1);
-    const uint32_t k_destination = thread_destination + stage * Layout::kStageBytes;
+    const uint32_t k_tile = sm90::shared_address(stages + stage * Layout::kStageBytes);
+    const uint32_t v_tile = k_tile + Layout::kTileBytes;
+    if ((tile + 1) * kBlockN <= r.context_len) {
+      if (lane == 0) {
+        sm90::mbarrier_arrive_expect_tx(&full[stage], 2 * Layout::kTileBytes);
 #pragma unroll
-    for (int group = 0; group < kBlockN / 16; ++group) {
-      const int group_token = tile * kBlockN + group * 16;
-      const int rows_left = r.context_len - group_token - first_row;  // this thread's row i is valid if i * step < it
-      int64_t group_source = 0;                                       // rows of a group past the end are not read
-      if (group_token < r.context_len) {
-        const int64_t page = table[group_token / block_size];
-        group_source =
-            ((page * p.num_kv_heads + kv_head) * block_size + group_token % block_size) * kHeadDim + thread_source;
-      }
-      const __nv_bfloat16* k_source = p.k_cache + group_source;
-      const __nv_bfloat16* v_source = p.v_cache + group_source;
+        for (int group = 0; group < kBlockN / 16; ++group) {
+          const int row = cache_row(tile * kBlockN + group * 16);
 #pragma unroll
-      for (int i = 0; i < kRowsPerGroup; ++i) {
-        const uint32_t destination = k_destination + (group * 16 + i * kRowStep) * 128;
-        const bool valid = i * kRowStep < rows_left;
-        sm90::cp_async_16(destination, k_source + i * kRowStep * kHeadDim, valid);
-        sm90::cp_async_16(destination + Layout::kTileBytes, v_source + i * kRowStep * kHeadDim, valid);
+          for (int slab = 0; slab < kSlabs; ++slab) {
+            const uint32_t offset = slab * kBlockN * 128 + group * 16 * 128;
+            sm90::tma_load_2d(k_tile + offset, k_map, slab * 64, row, &full[stage]);
+            sm90::tma_load_2d(v_tile + offset, v_map, slab * 64, row, &full[stage]);
+          }
+        }
       }
+    } else {
+      for (int index = lane; index < kBlockN * kChunks; index += 32) {
+        const int row = index / kChunks, column = (index % kChunks) * 8;
+        const int token = tile * kBlockN + row;
+        const bool valid = token < r.context_len;
+        const int64_t source = valid ? static_cast<int64_t>(cache_row(token)) * kHeadDim + column : 0;
+        const uint32_t offset = sm90::swizzled_offset(kBlockN, row, column);
+        sm90::cp_async_16(k_tile + offset, p.k_cache + source, valid);
+        sm90::cp_async_16(v_tile + offset, p.v_cache + source, valid);
+      }
+      cp_async_commit();
+      cp_async_wait_all();
+      sm90::fence_proxy_async_shared();  // these generic-proxy writes, then read by the tensor cores
+      __syncwarp();
+      if (lane == 0) sm90::mbarrier_arrive(&full[stage]);
     }
-    sm90::cp_async_mbarrier_arrive(&full[stage]);
   }
 }
 
@@ -169,10 +182,8 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   };
   // S [64 x kBlockN] = Q Kᵀ for a tile, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step in it.
   float s[kBlockN / 8][4];
-  const auto wait_for_tile = [&](int tile) {
-    sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1);
-    sm90::fence_proxy_async_shared();  // the producer's cp.async writes, now visible here, to the tensor cores
-  };
+  // The producer's writers fenced their generic-proxy writes (if any) before the barrier completed.
+  const auto wait_for_tile = [&](int tile) { sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1); };
   const auto issue_scores = [&](int tile) {
     sm90::wgmma_fence();
 #pragma unroll
@@ -275,7 +286,9 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
 
 // grid (num_heads, num_prefill, ceil(max_q_len / kBlockM)): the heaviest (last) query blocks of all heads first.
 template <int kHeadDim>
-__global__ void __launch_bounds__(kThreads, 1) prefill_attention_wgmma_kernel(const PrefillAttentionParams p) {
+__global__ void __launch_bounds__(kThreads, 1)
+    prefill_attention_wgmma_kernel(const PrefillAttentionParams p, const __grid_constant__ CUtensorMap k_map,
+                                   const __grid_constant__ CUtensorMap v_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Layout = SharedLayout<kHeadDim>;
   TileRange r;
@@ -296,22 +309,23 @@ __global__ void __launch_bounds__(kThreads, 1) prefill_attention_wgmma_kernel(co
   uint64_t* empty = full + kStages;
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
-      sm90::mbarrier_init(&full[stage], kWarpgroupThreads);
+      sm90::mbarrier_init(&full[stage], 1);
       sm90::mbarrier_init(&empty[stage], kConsumers * kWarpgroupThreads);
     }
+    sm90::fence_mbarrier_init();
   }
   __syncthreads();
 
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<kProducerRegisters>();
-    produce_kv_tiles<kHeadDim>(p, r, shared, full, empty);
+    if (threadIdx.x < 32) produce_kv_tiles<kHeadDim>(p, &k_map, &v_map, r, shared, full, empty);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
     consume_kv_tiles<kHeadDim>(p, r, warpgroup - 1, shared, full, empty);
   }
 #else
-  (void)p;
+  (void)p, (void)k_map, (void)v_map;
 #endif
 }
 
@@ -321,7 +335,11 @@ void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
   CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_wgmma_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kSharedBytes));
   const dim3 grid(p.num_heads, p.num_prefill, (p.max_q_len + kBlockM - 1) / kBlockM);
-  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p);
+  // The caches as [blocks * kv_heads * block_size, head_dim] matrices, copied in boxes of 16 rows.
+  const int64_t cache_rows = static_cast<int64_t>(p.num_cache_blocks) * p.num_kv_heads * p.block_size;
+  const CUtensorMap k_map = make_bf16_tensor_map_swizzle128(p.k_cache, cache_rows, kHeadDim, 16);
+  const CUtensorMap v_map = make_bf16_tensor_map_swizzle128(p.v_cache, cache_rows, kHeadDim, 16);
+  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p, k_map, v_map);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -345,6 +363,7 @@ void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaSt
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
   QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,
                "the wgmma kernel needs a block size that is a multiple of 16");
+  QINFER_CHECK(params.num_cache_blocks > 0, "the wgmma kernel needs the cache's block count (its tensor maps)");
   with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
 }
 

@@ -1,3 +1,5 @@
+#include <type_traits>
+
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
@@ -9,74 +11,114 @@ namespace qinfer::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
+// From this many tokens on (prefill), a warp handles 8 heads of its token: the 8 loads are in flight together and the
+// token's RoPE angles are computed once per warp, not per head. Fewer tokens (decode) keep one head per warp, so that
+// a step's few tokens still spread over many warps.
+constexpr int kManyTokens = 256;
+constexpr int kHeadsPerWarpForManyTokens = 8;
 
-// One warp per (token, head) over q, k and v heads. Lane l holds elements [l*E, l*E+E) with E = head_dim/32, so the
-// rotate-half partner of element i (i + head_dim/2) sits in lane l ^ 16.
+// Lane l holds elements [l*E, l*E+E) of a head with E = head_dim/32, so the rotate-half partner of element i
+// (i + head_dim/2) sits in lane l ^ 16.
 template <int kHeadDim>
+using LaneVector = std::conditional_t<kHeadDim == 128, uint2, uint32_t>;  // E bf16 values
+
+// Warp w handles heads [w' * kHeadsPerWarp, ...) of token w / warps_per_token (w' = w % warps_per_token), over the
+// q, k and v heads of the fused projection.
+template <int kHeadDim, int kHeadsPerWarp>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_kernel(QkNormRopeCacheWriteParams p) {
   constexpr int kPerLane = kHeadDim / 32;
+  using Vector = LaneVector<kHeadDim>;
   allow_dependents();
   wait_for_producer();
   const int lane = threadIdx.x % 32;
   const int heads_per_token = p.num_heads + 2 * p.num_kv_heads;
-  const int64_t item = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (item >= static_cast<int64_t>(p.num_tokens) * heads_per_token) return;
-  const int token = static_cast<int>(item / heads_per_token);
-  const int head = static_cast<int>(item % heads_per_token);
-  const __nv_bfloat16* src = p.qkv + item * kHeadDim + lane * kPerLane;
+  const int warps_per_token = (heads_per_token + kHeadsPerWarp - 1) / kHeadsPerWarp;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (warp >= static_cast<int64_t>(p.num_tokens) * warps_per_token) return;
+  const int token = static_cast<int>(warp / warps_per_token);
+  const int first_head = static_cast<int>(warp % warps_per_token) * kHeadsPerWarp;
+  const int heads = min(kHeadsPerWarp, heads_per_token - first_head);
+  const __nv_bfloat16* source = p.qkv + static_cast<int64_t>(token) * heads_per_token * kHeadDim;
 
-  float x[kPerLane];
+  Vector loaded[kHeadsPerWarp] = {};
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) x[i] = __bfloat162float(src[i]);
+  for (int h = 0; h < kHeadsPerWarp; ++h)
+    if (h < heads) loaded[h] = *reinterpret_cast<const Vector*>(source + (first_head + h) * kHeadDim + lane * kPerLane);
 
-  const bool is_q = head < p.num_heads;
-  const bool is_k = !is_q && head < p.num_heads + p.num_kv_heads;
-  if (is_q || is_k) {
-    float sum_squares = 0;
+  float cos_v[kPerLane], sin_v[kPerLane];
+  const float position = static_cast<float>(p.positions[token]);
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) sum_squares += x[i] * x[i];
-    const float inv_rms = rsqrtf(warp_sum(sum_squares) / kHeadDim + p.eps);
-    const __nv_bfloat16* norm = (is_q ? p.q_norm : p.k_norm) + lane * kPerLane;
-    // Norm output rounds to bf16 as in HF, before RoPE.
+  for (int i = 0; i < kPerLane; ++i) sincosf(position * p.inv_freq[(lane % 16) * kPerLane + i], &sin_v[i], &cos_v[i]);
+  const int64_t slot = p.slots[token];
+  const int64_t block = slot / p.block_size, offset = slot % p.block_size;
+
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-      x[i] = __bfloat162float(
-          __float2bfloat16(__bfloat162float(__float2bfloat16(x[i] * inv_rms)) * __bfloat162float(norm[i])));
-    const float position = static_cast<float>(p.positions[token]);
-    const bool first_half = lane < 16;
+  for (int h = 0; h < kHeadsPerWarp; ++h) {
+    if (h >= heads) break;
+    const int head = first_head + h;
+    const __nv_bfloat16* values = reinterpret_cast<const __nv_bfloat16*>(&loaded[h]);
+    float x[kPerLane];
 #pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const float partner = __shfl_xor_sync(0xffffffffu, x[i], 16);
-      const int freq_index = (lane % 16) * kPerLane + i;
-      float sin_v, cos_v;
-      sincosf(position * p.inv_freq[freq_index], &sin_v, &cos_v);
-      // rotate_half(x) = [-x2, x1]
-      x[i] = first_half ? x[i] * cos_v - partner * sin_v : x[i] * cos_v + partner * sin_v;
+    for (int i = 0; i < kPerLane; ++i) x[i] = __bfloat162float(values[i]);
+
+    const bool is_q = head < p.num_heads;
+    const bool is_k = !is_q && head < p.num_heads + p.num_kv_heads;
+    if (is_q || is_k) {
+      float sum_squares = 0;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) sum_squares += x[i] * x[i];
+      const float inv_rms = rsqrtf(warp_sum(sum_squares) / kHeadDim + p.eps);
+      const __nv_bfloat16* norm = (is_q ? p.q_norm : p.k_norm) + lane * kPerLane;
+      // Norm output rounds to bf16 as in HF, before RoPE.
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i)
+        x[i] = __bfloat162float(
+            __float2bfloat16(__bfloat162float(__float2bfloat16(x[i] * inv_rms)) * __bfloat162float(norm[i])));
+      const bool first_half = lane < 16;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const float partner = __shfl_xor_sync(0xffffffffu, x[i], 16);
+        // rotate_half(x) = [-x2, x1]
+        x[i] = first_half ? x[i] * cos_v[i] - partner * sin_v[i] : x[i] * cos_v[i] + partner * sin_v[i];
+      }
     }
-  }
 
-  __nv_bfloat16* dst;
-  if (is_q) {
-    dst = p.q_out + (static_cast<int64_t>(token) * p.num_heads + head) * kHeadDim;
-  } else {
-    const int kv_head = is_k ? head - p.num_heads : head - p.num_heads - p.num_kv_heads;
-    const int64_t slot = p.slots[token];
-    const int64_t block = slot / p.block_size, offset = slot % p.block_size;
-    dst = (is_k ? p.k_cache : p.v_cache) + ((block * p.num_kv_heads + kv_head) * p.block_size + offset) * kHeadDim;
-  }
+    __nv_bfloat16* destination;
+    if (is_q) {
+      destination = p.q_out + (static_cast<int64_t>(token) * p.num_heads + head) * kHeadDim;
+    } else {
+      const int kv_head = is_k ? head - p.num_heads : head - p.num_heads - p.num_kv_heads;
+      destination =
+          (is_k ? p.k_cache : p.v_cache) + ((block * p.num_kv_heads + kv_head) * p.block_size + offset) * kHeadDim;
+    }
+    Vector stored;
+    __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(&stored);
 #pragma unroll
-  for (int i = 0; i < kPerLane; ++i) dst[lane * kPerLane + i] = __float2bfloat16(x[i]);
+    for (int i = 0; i < kPerLane; ++i) out[i] = __float2bfloat16(x[i]);
+    *reinterpret_cast<Vector*>(destination + lane * kPerLane) = stored;
+  }
+}
+
+template <int kHeadDim, int kHeadsPerWarp>
+void launch_for(const QkNormRopeCacheWriteParams& params, cudaStream_t stream) {
+  const int heads_per_token = params.num_heads + 2 * params.num_kv_heads;
+  const int64_t warps =
+      static_cast<int64_t>(params.num_tokens) * ((heads_per_token + kHeadsPerWarp - 1) / kHeadsPerWarp);
+  const int blocks = static_cast<int>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  launch_dependent(qk_norm_rope_cache_write_kernel<kHeadDim, kHeadsPerWarp>, blocks, kWarpsPerBlock * 32, 0, stream,
+                   params);
 }
 
 }  // namespace
 
 void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, cudaStream_t stream) {
   if (params.num_tokens == 0) return;
-  const int64_t items = static_cast<int64_t>(params.num_tokens) * (params.num_heads + 2 * params.num_kv_heads);
-  const int blocks = static_cast<int>((items + kWarpsPerBlock - 1) / kWarpsPerBlock);
   with_head_dim(params.head_dim, [&](auto dim) {
-    launch_dependent(qk_norm_rope_cache_write_kernel<decltype(dim)::value>, blocks, kWarpsPerBlock * 32, 0, stream,
-                     params);
+    constexpr int kHeadDim = decltype(dim)::value;
+    if (params.num_tokens >= kManyTokens)
+      launch_for<kHeadDim, kHeadsPerWarpForManyTokens>(params, stream);
+    else
+      launch_for<kHeadDim, 1>(params, stream);
   });
 }
 

@@ -5,19 +5,17 @@
 // 4 * head_dim / 64 boxes each for K and V, issued by four lanes of warp 0 and completing on one mbarrier per stage.
 // docs/CUDA_NOTES.md has the profile that motivated it and the measurements.
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <cstdint>
 #include <limits>
-#include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/tensor_map.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#include "backend/cuda/kernels/hopper_bulk_copy.cuh"
 #include "backend/cuda/kernels/hopper_wgmma.cuh"
 #endif
 
@@ -117,8 +115,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int slab = 0; slab < kSlabs; ++slab) {
         const int offset = slab * kTileTokens * kBoxDims * 2;
-        sm90::bulk_tensor_load_2d(k_box + offset, k_map, slab * kBoxDims, row, &full[stage]);
-        sm90::bulk_tensor_load_2d(k_box + kTileBytes + offset, v_map, slab * kBoxDims, row, &full[stage]);
+        sm90::tma_load_2d(sm90::shared_address(k_box + offset), k_map, slab * kBoxDims, row, &full[stage]);
+        sm90::tma_load_2d(sm90::shared_address(k_box + kTileBytes + offset), v_map, slab * kBoxDims, row, &full[stage]);
       }
     }
   };
@@ -156,26 +154,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // The tensor map of one pool: rows of head_dim bf16, boxes of kBoxTokens rows by kBoxDims, 128-byte swizzle.
 CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionParams& p) {
-  static const auto encode = [] {
-    void* function = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found));
-    QINFER_CHECK(found == cudaDriverEntryPointSuccess && function != nullptr,
-                 "the CUDA driver has no cuTensorMapEncodeTiled");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function);
-  }();
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.head_dim),
-                              static_cast<cuuint64_t>(p.pool_blocks) * p.num_kv_heads * p.block_size};
-  const cuuint64_t row_stride_bytes[1] = {static_cast<cuuint64_t>(p.head_dim) * 2};
-  const cuuint32_t box[2] = {kBoxDims, kBoxTokens};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult result =
-      encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(cache), dims, row_stride_bytes, box,
-             element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  QINFER_CHECK(result == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed on the KV pool: error " + std::to_string(result));
-  return map;
+  static_assert(kBoxDims == 64, "make_bf16_tensor_map_swizzle128 boxes are 64 columns wide");
+  return make_bf16_tensor_map_swizzle128(cache, static_cast<int64_t>(p.pool_blocks) * p.num_kv_heads * p.block_size,
+                                         p.head_dim, kBoxTokens);
 }
 
 template <int kHeadDim>

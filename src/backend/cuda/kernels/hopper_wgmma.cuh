@@ -52,6 +52,23 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* barrier, uint32_t parity
   } while (!done);
 }
 
+// As mbarrier_wait, but each try may suspend the thread for up to 10 ms until the phase completes (the hint CUTLASS
+// passes) instead of returning after the default, system-dependent time: a warp that waits long (a producer waiting for
+// a free slot) then sleeps instead of spinning and taking issue slots from the warps of its scheduler.
+__device__ __forceinline__ void mbarrier_wait_suspending(uint64_t* barrier, uint32_t parity) {
+  constexpr uint32_t kSuspendTimeHintNs = 10'000'000;
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred complete;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2, %3;\n"
+        "selp.u32 %0, 1, 0, complete;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(barrier)), "r"(parity), "r"(kSuspendTimeHintNs)
+        : "memory");
+  } while (!done);
+}
+
 // 16-byte asynchronous global -> shared copy to a shared-memory address; zero-fills the destination when !valid.
 __device__ __forceinline__ void cp_async_16(uint32_t destination, const void* source, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(destination), "l"(source), "r"(valid ? 16 : 0));

@@ -105,15 +105,15 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
     const uint32_t k_tile = sm90::shared_address(stages + stage * Layout::kStageBytes);
     const uint32_t v_tile = k_tile + Layout::kTileBytes;
     if (copied_by_tma(tile)) {
-      if (tile >= kStages) sm90::mbarrier_wait(&b.empty_k[stage], parity);
+      if (tile >= kStages) sm90::mbarrier_wait_suspending(&b.empty_k[stage], parity);
       if (lane == 0) issue_boxes(k_tile, k_map, &b.full_k[stage]);
-      if (tile >= kStages) sm90::mbarrier_wait(&b.empty_v[stage], parity);
+      if (tile >= kStages) sm90::mbarrier_wait_suspending(&b.empty_v[stage], parity);
       if (lane == 0) issue_boxes(v_tile, v_map, &b.full_v[stage]);
       if (tile + 1 < r.num_tiles && copied_by_tma(tile + 1)) look_up_rows(tile + 1);
     } else {
       if (tile >= kStages) {
-        sm90::mbarrier_wait(&b.empty_k[stage], parity);
-        sm90::mbarrier_wait(&b.empty_v[stage], parity);
+        sm90::mbarrier_wait_suspending(&b.empty_k[stage], parity);
+        sm90::mbarrier_wait_suspending(&b.empty_v[stage], parity);
       }
       for (int index = lane; index < kBlockN * kChunks; index += 32) {
         const int row = index / kChunks, column = (index % kChunks) * 8;
@@ -226,7 +226,7 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   float s[kBlockN / 8][4];
   // The producer's writers fenced their generic-proxy writes (if any) before the barriers completed.
   const auto wait_for = [&](uint64_t* full, int tile) {
-    sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1);
+    sm90::mbarrier_wait_suspending(&full[tile % kStages], (tile / kStages) & 1);
   };
   // One arrival per warp: wgmma.wait_group is warp-synchronous, so the whole warp is past its reads of the slot.
   const auto release = [&](uint64_t* empty, int tile) {

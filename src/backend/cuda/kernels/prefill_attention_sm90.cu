@@ -3,8 +3,7 @@
 // three stages, separate mbarrier full/empty pipelines for K and V); two consumer warpgroups of 64 query rows each run
 // S = Q·Kᵀ as wgmma with both operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma
 // with P as the register A operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile
-// t with P·V of tile t − 1, and the two consumers take turns on the tensor cores (ping-pong). docs/CUDA_NOTES.md has
-// the measurements.
+// t with P·V of tile t − 1. docs/CUDA_NOTES.md has the measurements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
@@ -51,8 +50,7 @@ struct KvBarriers {
 constexpr int kProducerRegisters = 40;  // 128 x 40 + 256 x 232 <= 64 K registers
 constexpr int kConsumerRegisters = 232;
 constexpr float kLog2e = 1.4426950408889634f;
-// Named barriers: 1 + consumer for a consumer's Q tile, kTurnBarrier + consumer for its wgmma turn.
-constexpr int kTurnBarrier = 1 + kConsumers;
+// Named barrier 1 + consumer: a consumer's Q tile.
 
 struct TileRange {
   int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
@@ -276,24 +274,13 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
     }
   };
 
-  // Ping-pong: the two consumer warpgroups take turns issuing their wgmma batches, so that one's softmax runs while
-  // the other's products occupy the tensor cores. Each takes num_tiles + 1 turns; consumer 0 goes first, and the
-  // last turn of consumer 1 passes nothing on.
-  const int my_turn = kTurnBarrier + consumer, other_turn = kTurnBarrier + 1 - consumer;
-  int turns_left = r.num_tiles + 1;
-  const auto take_turn = [&] { sm90::named_barrier_sync(my_turn, kConsumers * kWarpgroupThreads); };
-  const auto pass_turn = [&] {
-    if (--turns_left > 0 || consumer == 0) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
-  };
-  if (consumer == 1) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
-
+  // The two consumer warpgroups issue their wgmma batches independently: ping-pong turns (named barriers ordering
+  // the batches, FlashAttention-3) measured 1-2 % slower at 8 K and 32 K (docs/CUDA_NOTES.md, v2.5).
   // The scores of tile t + 1 and the P·V product of tile t run on the tensor cores while this warpgroup computes
   // the softmax of tile t + 1; O is rescaled once P·V of tile t has landed.
   float correction[2];
   wait_for(b.full_k, 0);
-  take_turn();
   issue_scores(0);
-  pass_turn();
   sm90::wgmma_wait<0>();
   sm90::wgmma_fence_operands(s);
   release(b.empty_k, 0);
@@ -302,10 +289,8 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   for (int tile = 1; tile < r.num_tiles; ++tile) {
     wait_for(b.full_k, tile);
     wait_for(b.full_v, tile - 1);
-    take_turn();
     issue_scores(tile);
     issue_values(tile - 1);
-    pass_turn();
     sm90::wgmma_wait<1>();
     sm90::wgmma_fence_operands(s);
     release(b.empty_k, tile);
@@ -324,9 +309,7 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
     pack_probabilities();
   }
   wait_for(b.full_v, r.num_tiles - 1);
-  take_turn();
   issue_values(r.num_tiles - 1);
-  pass_turn();
   sm90::wgmma_wait<0>();
   sm90::wgmma_fence_operands(o);
   release(b.empty_v, r.num_tiles - 1);

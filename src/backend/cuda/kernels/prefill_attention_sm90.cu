@@ -230,30 +230,32 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   const auto release = [&](uint64_t* empty, int tile) {
     if (lane == 0) sm90::mbarrier_arrive(&empty[tile % kStages]);
   };
+  // Descriptors are built once per tile and advanced by constant offsets (advance_descriptor).
+  const uint64_t q_descriptor = sm90::swizzled_descriptor(q_address, 16);
   const auto issue_scores = [&](int tile) {
+    const uint64_t k_descriptor = sm90::swizzled_descriptor(k_address(tile), 16);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const uint32_t step = (kk % 4) * 32;
-      sm90::wgmma_m64n128k16_ss(s, sm90::swizzled_descriptor(q_address + (kk / 4) * 64 * 128 + step, 16),
-                                sm90::swizzled_descriptor(k_address(tile) + (kk / 4) * kBlockN * 128 + step, 16),
-                                kk == 0);
+      sm90::wgmma_m64n128k16_ss(s, sm90::advance_descriptor(q_descriptor, (kk / 4) * 64 * 128 + step),
+                                sm90::advance_descriptor(k_descriptor, (kk / 4) * kBlockN * 128 + step), kk == 0);
     }
     sm90::wgmma_commit();
   };
   // O += P V for a tile, 16 keys per instruction: P's accumulator blocks 2kk, 2kk + 1 are the A fragment of step kk.
   uint32_t p_frag[kBlockN / 16][4];
   const auto issue_values = [&](int tile) {
-    const uint32_t v_address = k_address(tile) + Layout::kTileBytes;
+    const uint64_t v_descriptor = sm90::swizzled_descriptor(k_address(tile) + Layout::kTileBytes, kBlockN * 128);
     sm90::wgmma_fence_operands(o);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const uint64_t v_descriptor = sm90::swizzled_descriptor(v_address + kk * 16 * 128, kBlockN * 128);
+      const uint64_t step_descriptor = sm90::advance_descriptor(v_descriptor, kk * 16 * 128);
       if constexpr (kHeadDim == 128)
-        sm90::wgmma_m64n128k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+        sm90::wgmma_m64n128k16_rs_mn_major_b(o, p_frag[kk], step_descriptor);
       else
-        sm90::wgmma_m64n64k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+        sm90::wgmma_m64n64k16_rs_mn_major_b(o, p_frag[kk], step_descriptor);
     }
     sm90::wgmma_commit();
   };

@@ -32,6 +32,14 @@ __device__ __forceinline__ uint64_t swizzled_descriptor(uint32_t start_address, 
          ((kStrideBytes >> 4) << 32) | (kSwizzle128B << 62);
 }
 
+// The descriptor of the address `bytes` (a multiple of 16) after that of `descriptor`: only the start address field
+// (bits 0-13, address >> 4) changes, and shared-memory addresses stay below 2^18, so it never carries into the
+// leading offset. One 32-bit add instead of rebuilding the descriptor from the address.
+__device__ __forceinline__ uint64_t advance_descriptor(uint64_t descriptor, uint32_t bytes) {
+  const uint32_t low = static_cast<uint32_t>(descriptor) + (bytes >> 4);
+  return (descriptor & 0xFFFFFFFF00000000ull) | low;
+}
+
 __device__ __forceinline__ void mbarrier_init(uint64_t* barrier, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(count) : "memory");
 }
@@ -48,6 +56,23 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* barrier, uint32_t parity
         "selp.u32 %0, 1, 0, complete;\n}\n"
         : "=r"(done)
         : "r"(shared_address(barrier)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// As mbarrier_wait, but each try may suspend the thread for up to 10 ms until the phase completes (the hint CUTLASS
+// passes) instead of returning after the default, system-dependent time: a warp that waits long (a producer waiting for
+// a free slot) then sleeps instead of spinning and taking issue slots from the warps of its scheduler.
+__device__ __forceinline__ void mbarrier_wait_suspending(uint64_t* barrier, uint32_t parity) {
+  constexpr uint32_t kSuspendTimeHintNs = 10'000'000;
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred complete;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 complete, [%1], %2, %3;\n"
+        "selp.u32 %0, 1, 0, complete;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(barrier)), "r"(parity), "r"(kSuspendTimeHintNs)
         : "memory");
   } while (!done);
 }

@@ -1,9 +1,9 @@
 // Hopper (sm_90a) causal prefill attention over the paged KV cache, FlashAttention-3 structure: one producer
 // warp copies K/V tiles of 128 keys through the block table (bulk tensor copies into 128-byte-swizzled shared memory,
-// three stages, mbarrier full/empty pipeline); two consumer warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with
-// both operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma with P as the register
-// A operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile t with P·V of tile t −
-// 1, and the two consumers take turns on the tensor cores (ping-pong). docs/CUDA_NOTES.md has the measurements.
+// three stages, separate mbarrier full/empty pipelines for K and V); two consumer warpgroups of 64 query rows each run
+// S = Q·Kᵀ as wgmma with both operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma
+// with P as the register A operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile
+// t with P·V of tile t − 1. docs/CUDA_NOTES.md has the measurements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
@@ -22,10 +22,10 @@ constexpr int kConsumers = 2;  // consumer warpgroups, 64 query rows each
 constexpr int kThreads = (1 + kConsumers) * kWarpgroupThreads;
 constexpr int kBlockM = kConsumers * 64;  // query rows per block
 constexpr int kBlockN = 128;              // keys per tile
-constexpr int kStages = 3;                // K/V tiles: consumers hold K of t and V of t - 1, one is loading
+constexpr int kStages = 3;                // K/V tiles: consumers hold K of t and V of t - 1, the rest are loading
 
 // Shared memory, each tile [slab][rows][64] bf16 starting at a 1024-byte boundary:
-// [kStages][K tile, V tile][kBlockN rows], then [kConsumers] Q tiles of 64 rows, then full[kStages], empty[kStages].
+// [kStages][K tile, V tile][kBlockN rows], then [kConsumers] Q tiles of 64 rows, then the barriers (KvBarriers).
 template <int kHeadDim>
 struct SharedLayout {
   static constexpr int kTileBytes = kBlockN * kHeadDim * 2;
@@ -33,7 +33,16 @@ struct SharedLayout {
   static constexpr int kQBytes = 64 * kHeadDim * 2;
   static constexpr int kQOffset = kStages * kStageBytes;
   static constexpr int kBarrierOffset = kQOffset + kConsumers * kQBytes;
-  static constexpr int kBytes = kBarrierOffset + 2 * kStages * 8 + 1024;  // + slack to align the start to 1024
+  static constexpr int kBytes = kBarrierOffset + 4 * kStages * 8 + 1024;  // + slack to align the start to 1024
+};
+
+// K and V of a stage have their own barriers: K is released once Q·Kᵀ has read it, a tile period before P·V releases
+// V, so the producer refills K slots early instead of waiting for the slower V of the same stage.
+struct KvBarriers {
+  uint64_t* full_k;   // [kStages]: the K tile has landed (one producer arrival + transaction bytes)
+  uint64_t* full_v;   // [kStages]: the V tile has landed
+  uint64_t* empty_k;  // [kStages]: every consumer warp has finished reading the K tile
+  uint64_t* empty_v;  // [kStages]: every consumer warp has finished reading the V tile
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -41,26 +50,27 @@ struct SharedLayout {
 constexpr int kProducerRegisters = 40;  // 128 x 40 + 256 x 232 <= 64 K registers
 constexpr int kConsumerRegisters = 232;
 constexpr float kLog2e = 1.4426950408889634f;
-// Named barriers: 1 + consumer for a consumer's Q tile, kTurnBarrier + consumer for its wgmma turn.
-constexpr int kTurnBarrier = 1 + kConsumers;
+// Named barrier 1 + consumer: a consumer's Q tile.
 
 struct TileRange {
   int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
 };
 
-// Producer warp (the first of the producer warpgroup): tile t goes into stage t % kStages once the consumers released
-// that stage. A tile whose keys all lie inside the context is copied by the bulk tensor copy engine: one lane issues
-// two boxes of 16 rows x 64 columns per 16-token group and slab (the block size is a multiple of 16, so a group lies in
-// one cache block: one page lookup), and full[stage] completes when their bytes have landed. The tile that reaches past
-// the context (at most one per query block) is copied by the warp with cp.async instead, rows past the end zero-filled:
-// V rows there must be finite, since P·V multiplies them by the probability 0.
+// Producer warp (the first of the producer warpgroup): tile t goes into stage t % kStages, K once the consumers
+// released that stage's K slot, then V once they released its V slot. A tile whose keys all lie inside the context is
+// copied by the bulk tensor copy engine: one lane issues one box of 16 rows x 64 columns per 16-token group and slab
+// (the block size is a multiple of 16, so a group lies in one cache block: one page lookup), and full_k / full_v
+// complete when their bytes have landed. The page lookups of the next tile are issued before waiting for its slots.
+// The tile that reaches past the context (at most one per query block) is copied by the warp with cp.async instead,
+// rows past the end zero-filled: V rows there must be finite, since P·V multiplies them by the probability 0.
 template <int kHeadDim>
 __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const CUtensorMap* k_map,
                                                  const CUtensorMap* v_map, const TileRange& r, unsigned char* stages,
-                                                 uint64_t* full, uint64_t* empty) {
+                                                 const KvBarriers& b) {
   using Layout = SharedLayout<kHeadDim>;
   constexpr int kSlabs = kHeadDim / 64;
   constexpr int kChunks = kHeadDim / 8;
+  constexpr int kGroups = kBlockN / 16;
   const int lane = threadIdx.x % 32;
   const int kv_head = r.head / (p.num_heads / p.num_kv_heads);
   const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[r.seq]) * p.block_table_stride;
@@ -69,27 +79,40 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
   const auto cache_row = [&](int token) {
     return (table[token / block_size] * p.num_kv_heads + kv_head) * block_size + token % block_size;
   };
+  const auto copied_by_tma = [&](int tile) { return (tile + 1) * kBlockN <= r.context_len; };
+  int group_rows[kGroups];  // cache rows of the 16-token groups of the next bulk-copied tile
+  const auto look_up_rows = [&](int tile) {
+#pragma unroll
+    for (int group = 0; group < kGroups; ++group) group_rows[group] = cache_row(tile * kBlockN + group * 16);
+  };
+  // One tile's boxes of one cache, all signalling `full`.
+  const auto issue_boxes = [&](uint32_t tile_address, const CUtensorMap* map, uint64_t* full) {
+    sm90::mbarrier_arrive_expect_tx(full, Layout::kTileBytes);
+#pragma unroll
+    for (int group = 0; group < kGroups; ++group)
+#pragma unroll
+      for (int slab = 0; slab < kSlabs; ++slab)
+        sm90::tma_load_2d(tile_address + slab * kBlockN * 128 + group * 16 * 128, map, slab * 64, group_rows[group],
+                          full);
+  };
 
+  if (copied_by_tma(0)) look_up_rows(0);
   for (int tile = 0; tile < r.num_tiles; ++tile) {
     const int stage = tile % kStages;
-    if (tile >= kStages) sm90::mbarrier_wait(&empty[stage], (tile / kStages - 1) & 1);
+    const uint32_t parity = (tile / kStages - 1) & 1;
     const uint32_t k_tile = sm90::shared_address(stages + stage * Layout::kStageBytes);
     const uint32_t v_tile = k_tile + Layout::kTileBytes;
-    if ((tile + 1) * kBlockN <= r.context_len) {
-      if (lane == 0) {
-        sm90::mbarrier_arrive_expect_tx(&full[stage], 2 * Layout::kTileBytes);
-#pragma unroll
-        for (int group = 0; group < kBlockN / 16; ++group) {
-          const int row = cache_row(tile * kBlockN + group * 16);
-#pragma unroll
-          for (int slab = 0; slab < kSlabs; ++slab) {
-            const uint32_t offset = slab * kBlockN * 128 + group * 16 * 128;
-            sm90::tma_load_2d(k_tile + offset, k_map, slab * 64, row, &full[stage]);
-            sm90::tma_load_2d(v_tile + offset, v_map, slab * 64, row, &full[stage]);
-          }
-        }
-      }
+    if (copied_by_tma(tile)) {
+      if (tile >= kStages) sm90::mbarrier_wait_suspending(&b.empty_k[stage], parity);
+      if (lane == 0) issue_boxes(k_tile, k_map, &b.full_k[stage]);
+      if (tile >= kStages) sm90::mbarrier_wait_suspending(&b.empty_v[stage], parity);
+      if (lane == 0) issue_boxes(v_tile, v_map, &b.full_v[stage]);
+      if (tile + 1 < r.num_tiles && copied_by_tma(tile + 1)) look_up_rows(tile + 1);
     } else {
+      if (tile >= kStages) {
+        sm90::mbarrier_wait_suspending(&b.empty_k[stage], parity);
+        sm90::mbarrier_wait_suspending(&b.empty_v[stage], parity);
+      }
       for (int index = lane; index < kBlockN * kChunks; index += 32) {
         const int row = index / kChunks, column = (index % kChunks) * 8;
         const int token = tile * kBlockN + row;
@@ -103,7 +126,10 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
       cp_async_wait_all();
       sm90::fence_proxy_async_shared();  // these generic-proxy writes, then read by the tensor cores
       __syncwarp();
-      if (lane == 0) sm90::mbarrier_arrive(&full[stage]);
+      if (lane == 0) {
+        sm90::mbarrier_arrive(&b.full_k[stage]);
+        sm90::mbarrier_arrive(&b.full_v[stage]);
+      }
     }
   }
 }
@@ -116,15 +142,29 @@ template <bool kMasked, int kBlocks>
 __device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], int first_key, const int (&position)[2],
                                              float scale_log2, float (&row_max)[2], float (&row_sum)[2],
                                              float (&correction)[2]) {
+  static_assert((kBlocks & (kBlocks - 1)) == 0, "the row maxima are reduced as a tree over the n8 blocks");
   const int lane = threadIdx.x % 32;
-  float tile_max[2] = {-INFINITY, -INFINITY};
+  if (kMasked) {
 #pragma unroll
-  for (int nb = 0; nb < kBlocks; ++nb)
+    for (int nb = 0; nb < kBlocks; ++nb)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      if (kMasked && first_key + nb * 8 + (lane % 4) * 2 + (e % 2) > position[e / 2]) s[nb][e] = -INFINITY;
-      tile_max[e / 2] = fmaxf(tile_max[e / 2], s[nb][e]);
-    }
+      for (int e = 0; e < 4; ++e)
+        if (first_key + nb * 8 + (lane % 4) * 2 + (e % 2) > position[e / 2]) s[nb][e] = -INFINITY;
+  }
+  // Row maxima as a tree (depth 5 instead of a chain of 32 dependent fmaxf; max is exact, so the same value).
+  float block_max[kBlocks][2];
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+    block_max[nb][0] = fmaxf(s[nb][0], s[nb][1]);
+    block_max[nb][1] = fmaxf(s[nb][2], s[nb][3]);
+  }
+#pragma unroll
+  for (int stride = 1; stride < kBlocks; stride *= 2)
+#pragma unroll
+    for (int nb = 0; nb + stride < kBlocks; nb += 2 * stride)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) block_max[nb][i] = fmaxf(block_max[nb][i], block_max[nb + stride][i]);
+  float tile_max[2] = {block_max[0][0], block_max[0][1]};
   float max_scaled[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -148,7 +188,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], int first_k
 // Consumer warpgroup `consumer`: query rows [64 * consumer, 64 * consumer + 64) of the block.
 template <int kHeadDim>
 __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p, const TileRange& r, int consumer,
-                                                 unsigned char* shared, uint64_t* full, uint64_t* empty) {
+                                                 unsigned char* shared, const KvBarriers& b) {
   using Layout = SharedLayout<kHeadDim>;
   constexpr int kChunks = kHeadDim / 8;
   constexpr int kDimBlocks = kHeadDim / 8;  // n8 blocks of the output
@@ -182,32 +222,40 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   };
   // S [64 x kBlockN] = Q Kᵀ for a tile, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step in it.
   float s[kBlockN / 8][4];
-  // The producer's writers fenced their generic-proxy writes (if any) before the barrier completed.
-  const auto wait_for_tile = [&](int tile) { sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1); };
+  // The producer's writers fenced their generic-proxy writes (if any) before the barriers completed.
+  const auto wait_for = [&](uint64_t* full, int tile) {
+    sm90::mbarrier_wait_suspending(&full[tile % kStages], (tile / kStages) & 1);
+  };
+  // One arrival per warp: wgmma.wait_group is warp-synchronous, so the whole warp is past its reads of the slot.
+  const auto release = [&](uint64_t* empty, int tile) {
+    if (lane == 0) sm90::mbarrier_arrive(&empty[tile % kStages]);
+  };
+  // Descriptors are built once per tile and advanced by constant offsets (advance_descriptor).
+  const uint64_t q_descriptor = sm90::swizzled_descriptor(q_address, 16);
   const auto issue_scores = [&](int tile) {
+    const uint64_t k_descriptor = sm90::swizzled_descriptor(k_address(tile), 16);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       const uint32_t step = (kk % 4) * 32;
-      sm90::wgmma_m64n128k16_ss(s, sm90::swizzled_descriptor(q_address + (kk / 4) * 64 * 128 + step, 16),
-                                sm90::swizzled_descriptor(k_address(tile) + (kk / 4) * kBlockN * 128 + step, 16),
-                                kk == 0);
+      sm90::wgmma_m64n128k16_ss(s, sm90::advance_descriptor(q_descriptor, (kk / 4) * 64 * 128 + step),
+                                sm90::advance_descriptor(k_descriptor, (kk / 4) * kBlockN * 128 + step), kk == 0);
     }
     sm90::wgmma_commit();
   };
   // O += P V for a tile, 16 keys per instruction: P's accumulator blocks 2kk, 2kk + 1 are the A fragment of step kk.
   uint32_t p_frag[kBlockN / 16][4];
   const auto issue_values = [&](int tile) {
-    const uint32_t v_address = k_address(tile) + Layout::kTileBytes;
+    const uint64_t v_descriptor = sm90::swizzled_descriptor(k_address(tile) + Layout::kTileBytes, kBlockN * 128);
     sm90::wgmma_fence_operands(o);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      const uint64_t v_descriptor = sm90::swizzled_descriptor(v_address + kk * 16 * 128, kBlockN * 128);
+      const uint64_t step_descriptor = sm90::advance_descriptor(v_descriptor, kk * 16 * 128);
       if constexpr (kHeadDim == 128)
-        sm90::wgmma_m64n128k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+        sm90::wgmma_m64n128k16_rs_mn_major_b(o, p_frag[kk], step_descriptor);
       else
-        sm90::wgmma_m64n64k16_rs_mn_major_b(o, p_frag[kk], v_descriptor);
+        sm90::wgmma_m64n64k16_rs_mn_major_b(o, p_frag[kk], step_descriptor);
     }
     sm90::wgmma_commit();
   };
@@ -228,41 +276,31 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
     }
   };
 
-  // Ping-pong: the two consumer warpgroups take turns issuing their wgmma batches, so that one's softmax runs while
-  // the other's products occupy the tensor cores. Each takes num_tiles + 1 turns; consumer 0 goes first, and the
-  // last turn of consumer 1 passes nothing on.
-  const int my_turn = kTurnBarrier + consumer, other_turn = kTurnBarrier + 1 - consumer;
-  int turns_left = r.num_tiles + 1;
-  const auto take_turn = [&] { sm90::named_barrier_sync(my_turn, kConsumers * kWarpgroupThreads); };
-  const auto pass_turn = [&] {
-    if (--turns_left > 0 || consumer == 0) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
-  };
-  if (consumer == 1) sm90::named_barrier_arrive(other_turn, kConsumers * kWarpgroupThreads);
-
+  // The two consumer warpgroups issue their wgmma batches independently: ping-pong turns (named barriers ordering
+  // the batches, FlashAttention-3) measured 1-2 % slower at 8 K and 32 K (docs/CUDA_NOTES.md, v2.5).
   // The scores of tile t + 1 and the P·V product of tile t run on the tensor cores while this warpgroup computes
   // the softmax of tile t + 1; O is rescaled once P·V of tile t has landed.
   float correction[2];
-  wait_for_tile(0);
-  take_turn();
+  wait_for(b.full_k, 0);
   issue_scores(0);
-  pass_turn();
   sm90::wgmma_wait<0>();
   sm90::wgmma_fence_operands(s);
+  release(b.empty_k, 0);
   softmax(first_position < kBlockN - 1, 0, correction);
   pack_probabilities();
   for (int tile = 1; tile < r.num_tiles; ++tile) {
-    wait_for_tile(tile);
-    take_turn();
+    wait_for(b.full_k, tile);
+    wait_for(b.full_v, tile - 1);
     issue_scores(tile);
     issue_values(tile - 1);
-    pass_turn();
     sm90::wgmma_wait<1>();
     sm90::wgmma_fence_operands(s);
+    release(b.empty_k, tile);
     softmax((tile + 1) * kBlockN - 1 > first_position, tile * kBlockN, correction);
     sm90::wgmma_wait<0>();
     sm90::wgmma_fence_operands(o);
     sm90::wgmma_fence_operands(p_frag);
-    sm90::mbarrier_arrive(&empty[(tile - 1) % kStages]);
+    release(b.empty_v, tile - 1);
     // Once the row maxima settle, whole warps see corrections of exactly 1 and skip the rescale.
     if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
 #pragma unroll
@@ -272,12 +310,11 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
     }
     pack_probabilities();
   }
-  take_turn();
+  wait_for(b.full_v, r.num_tiles - 1);
   issue_values(r.num_tiles - 1);
-  pass_turn();
   sm90::wgmma_wait<0>();
   sm90::wgmma_fence_operands(o);
-  sm90::mbarrier_arrive(&empty[(r.num_tiles - 1) % kStages]);
+  release(b.empty_v, r.num_tiles - 1);
 
   store_attention_rows<kHeadDim>(o, row_sum, p.out, p.num_heads, r.head, r.q_start, r.q_len, first_q + row_base);
 }
@@ -305,12 +342,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);
-  uint64_t* full = reinterpret_cast<uint64_t*>(shared + Layout::kBarrierOffset);
-  uint64_t* empty = full + kStages;
+  uint64_t* barriers = reinterpret_cast<uint64_t*>(shared + Layout::kBarrierOffset);
+  const KvBarriers b{barriers, barriers + kStages, barriers + 2 * kStages, barriers + 3 * kStages};
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
-      sm90::mbarrier_init(&full[stage], 1);
-      sm90::mbarrier_init(&empty[stage], kConsumers * kWarpgroupThreads);
+      sm90::mbarrier_init(&b.full_k[stage], 1);
+      sm90::mbarrier_init(&b.full_v[stage], 1);
+      sm90::mbarrier_init(&b.empty_k[stage], kConsumers * kWarpgroupThreads / 32);
+      sm90::mbarrier_init(&b.empty_v[stage], kConsumers * kWarpgroupThreads / 32);
     }
     sm90::fence_mbarrier_init();
   }
@@ -319,10 +358,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<kProducerRegisters>();
-    if (threadIdx.x < 32) produce_kv_tiles<kHeadDim>(p, &k_map, &v_map, r, shared, full, empty);
+    if (threadIdx.x < 32) produce_kv_tiles<kHeadDim>(p, &k_map, &v_map, r, shared, b);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
-    consume_kv_tiles<kHeadDim>(p, r, warpgroup - 1, shared, full, empty);
+    consume_kv_tiles<kHeadDim>(p, r, warpgroup - 1, shared, b);
   }
 #else
   (void)p, (void)k_map, (void)v_map;

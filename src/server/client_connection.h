@@ -1,5 +1,5 @@
-// Notices a client that closed its connection while its non-streamed request waits for the engine (a streamed
-// request notices it through failed writes instead, see sse_stream.h).
+// The socket a request arrived on: to notice a client that closed its connection while its non-streamed request waits
+// for the engine, and to hand a streamed response's socket to the SSE writer (sse_writer.h).
 //
 // cpp-httplib 0.11 does not hand handlers their socket, so the socket is found by the connection's four addresses,
 // which identify one TCP connection (getsockname/getpeername over this process's descriptors). A closed peer is
@@ -24,6 +24,7 @@ class ClientConnection {
 
   // True once the peer closed or reset the connection. Never blocks, never consumes data.
   bool closed_by_peer() const;
+  int socket() const { return socket_; }
 
  private:
   explicit ClientConnection(int socket) : socket_(socket) {}

@@ -128,6 +128,12 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
                    std::nullopt, "rate_limit_exceeded");
   }
   generation.deadline = deadline;
+  // A stream's deltas wake the SSE writer: the engine thread notifies the request's channel after each push.
+  std::shared_ptr<SseWriter::Channel> channel;
+  if (work->stream) {
+    channel = state.sse_writer().open_channel();
+    generation.on_output = [channel] { channel->notify(); };
+  }
 
   RequestHandle handle;
   const auto submitted = std::chrono::steady_clock::now();
@@ -143,8 +149,11 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
       CompletionOutput::Timing{arrival, admitted.queued_seconds, submitted, handle.stream});
 
   if (work->stream) {
+    std::optional<int> socket;
+    if (std::optional<ClientConnection> client = ClientConnection::of(request)) socket = client->socket();
     auto stream = std::make_shared<SseStream>(work, std::move(output), *runtime.engine, handle,
-                                              std::move(*admitted.slot), std::move(in_flight), state.metrics());
+                                              std::move(*admitted.slot), std::move(in_flight), state.metrics(),
+                                              state.sse_writer(), std::move(channel), socket);
     response.status = 200;
     response.set_header("Cache-Control", "no-cache");
     response.set_header("X-Accel-Buffering", "no");

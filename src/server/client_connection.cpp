@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <httplib.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -26,18 +27,26 @@ std::optional<Endpoint> endpoint_of(const sockaddr_storage& address, socklen_t l
   return Endpoint{host, std::atoi(service)};
 }
 
+int port_of(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  return -1;
+}
+
+// One getpeername per descriptor and a port comparison; addresses are formatted only for the rare port match (a
+// server with a thousand connections scans them all for every streamed request).
 bool is_connection(int fd, const httplib::Request& request) {
-  sockaddr_storage local{};
-  socklen_t local_length = sizeof local;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0) return false;  // not a socket
-  if (local.ss_family != AF_INET && local.ss_family != AF_INET6) return false;
-  std::optional<Endpoint> local_end = endpoint_of(local, local_length);
-  if (!local_end || local_end->port != request.local_port || local_end->address != request.local_addr) return false;
   sockaddr_storage peer{};
   socklen_t peer_length = sizeof peer;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) return false;  // e.g. the listener
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) return false;  // not a connected socket
+  if (port_of(peer) != request.remote_port) return false;
   std::optional<Endpoint> peer_end = endpoint_of(peer, peer_length);
-  return peer_end && peer_end->port == request.remote_port && peer_end->address == request.remote_addr;
+  if (!peer_end || peer_end->address != request.remote_addr) return false;
+  sockaddr_storage local{};
+  socklen_t local_length = sizeof local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) != 0) return false;
+  std::optional<Endpoint> local_end = endpoint_of(local, local_length);
+  return local_end && local_end->port == request.local_port && local_end->address == request.local_addr;
 }
 
 }  // namespace

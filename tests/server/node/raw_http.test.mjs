@@ -44,6 +44,94 @@ test('streamed completions text equals the non-streamed text for the same seed',
   assert.equal(text, plain.json.choices[0].text);
 });
 
+// Reads one HTTP/1.1 response with a chunked body from `socket` (bytes arriving in `state.buffer`): the head, and the
+// body decoded from its chunk framing (RFC 9112 7.1). Rejects on bad framing.
+function readChunkedResponse(socket, state) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('incomplete response: ' + JSON.stringify(state.buffer.toString()))),
+      30000);
+    const attempt = () => {
+      const text = state.buffer.toString('latin1');
+      const headEnd = text.indexOf('\r\n\r\n');
+      if (headEnd < 0) return;
+      const head = text.slice(0, headEnd);
+      let pos = headEnd + 4;
+      const body = [];
+      while (true) {
+        const lineEnd = text.indexOf('\r\n', pos);
+        if (lineEnd < 0) return;
+        const sizeText = text.slice(pos, lineEnd);
+        if (!/^[0-9a-f]+$/.test(sizeText)) { clearTimeout(timer); reject(new Error('bad chunk size ' + sizeText)); return; }
+        const size = parseInt(sizeText, 16);
+        if (text.length < lineEnd + 2 + size + 2) return;
+        if (text.slice(lineEnd + 2 + size, lineEnd + 4 + size) !== '\r\n') {
+          clearTimeout(timer); reject(new Error('chunk without CRLF')); return;
+        }
+        body.push(state.buffer.subarray(lineEnd + 2, lineEnd + 2 + size));
+        pos = lineEnd + 4 + size;
+        if (size === 0) break;
+      }
+      clearTimeout(timer);
+      socket.off('data', onData);
+      state.buffer = state.buffer.subarray(pos);
+      resolve({ head, body: Buffer.concat(body).toString('utf8') });
+    };
+    const onData = (chunk) => { state.buffer = Buffer.concat([state.buffer, chunk]); attempt(); };
+    socket.on('data', onData);
+    attempt();
+  });
+}
+
+function streamRequest(payload, extraHeaders = '') {
+  const body = JSON.stringify(payload);
+  return `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extraHeaders}` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+test('SSE bytes on the wire: chunked, never compressed, two streams on one keep-alive connection', async () => {
+  const socket = net.connect(server.port, '127.0.0.1');
+  await new Promise((r) => socket.on('connect', r));
+  const state = { buffer: Buffer.alloc(0) };
+  const payload = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 8, temperature: 0, stream: true };
+  const solo = await postJson(server.url, '/v1/chat/completions', { ...payload, stream: false });
+  for (let round = 0; round < 2; round += 1) {
+    socket.write(streamRequest(payload, 'Accept-Encoding: gzip, deflate, br\r\n'));
+    const { head, body } = await readChunkedResponse(socket, state);
+    assert.match(head, /^HTTP\/1.1 200/);
+    assert.match(head, /\r\nTransfer-Encoding: chunked/i);
+    assert.match(head, /\r\nContent-Type: text\/event-stream/i);
+    assert.doesNotMatch(head, /Content-Encoding/i);
+    assert.doesNotMatch(head, /Connection: close/i);
+    const data = parseSse(body);
+    assert.equal(data.at(-1), '[DONE]');
+    const text = data.slice(0, -1).map((d) => JSON.parse(d)).map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    assert.equal(text, solo.json.choices[0].message.content);
+  }
+  socket.destroy();
+});
+
+test('a client that stops reading until the send buffers fill, then reads, gets every event in order', { timeout: 60000 },
+  async () => {
+    // ~1.5 KB per token with 20 alternatives: far more than the loopback buffers hold while nobody reads.
+    const payload = { prompt: 'Once upon a time', max_tokens: 900, ignore_eos: true, temperature: 0, logprobs: 20 };
+    const solo = await postJson(server.url, '/v1/completions', payload);
+    assert.equal(solo.status, 200);
+    const socket = net.connect(server.port, '127.0.0.1');
+    await new Promise((r) => socket.on('connect', r));
+    socket.pause();  // nothing is read: the kernel's buffers fill and the server's writer has to wait
+    socket.write(streamRequest({ ...payload, stream: true }).replace('/v1/chat/completions', '/v1/completions'));
+    await new Promise((r) => setTimeout(r, 3000));
+    const state = { buffer: Buffer.alloc(0) };
+    const response = readChunkedResponse(socket, state);
+    socket.resume();
+    const { body } = await response;
+    const chunks = parseSse(body).slice(0, -1).map((d) => JSON.parse(d));
+    assert.equal(chunks.map((c) => c.choices.map((x) => x.text).join('')).join(''), solo.json.choices[0].text);
+    const tokens = chunks.flatMap((c) => c.choices.flatMap((x) => x.logprobs?.tokens ?? []));
+    assert.deepEqual(tokens, solo.json.choices[0].logprobs.tokens);
+    socket.destroy();
+  });
+
 test('malformed JSON gets 400 with the OpenAI error object', async () => {
   const res = await rawRequest(server.url, 'POST', '/v1/chat/completions',
     { body: '{"messages": [', headers: { 'Content-Type': 'application/json' } });

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startServer, rawRequest, postJson, parseSse } from './harness.mjs';
+import { startServer, rawRequest, postJson, parseSse, metricValue } from './harness.mjs';
 
 let server;
 
@@ -110,25 +110,38 @@ test('SSE bytes on the wire: chunked, never compressed, two streams on one keep-
   socket.destroy();
 });
 
-test('a client that stops reading until the send buffers fill, then reads, gets every event in order', { timeout: 60000 },
+// Loopback send buffers grow to megabytes (tcp_wmem), so this does not prove that the writer met a full buffer:
+// tests/server/sse_writer_test.cpp does that with a fixed small SO_SNDBUF.
+test('a client that reads nothing until the whole answer is generated gets every event in order', { timeout: 90000 },
   async () => {
-    // ~1.5 KB per token with 20 alternatives: far more than the loopback buffers hold while nobody reads.
-    const payload = { prompt: 'Once upon a time', max_tokens: 900, ignore_eos: true, temperature: 0, logprobs: 20 };
-    const solo = await postJson(server.url, '/v1/completions', payload);
+    // Half a megabyte: a few KB per token with 20 alternatives, each with its bytes.
+    const payload = { messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 300, ignore_eos: true,
+      temperature: 0, logprobs: true, top_logprobs: 20 };
+    const solo = await postJson(server.url, '/v1/chat/completions', payload);
     assert.equal(solo.status, 200);
     const socket = net.connect(server.port, '127.0.0.1');
     await new Promise((r) => socket.on('connect', r));
-    socket.pause();  // nothing is read: the kernel's buffers fill and the server's writer has to wait
-    socket.write(streamRequest({ ...payload, stream: true }).replace('/v1/chat/completions', '/v1/completions'));
-    await new Promise((r) => setTimeout(r, 3000));
+    socket.pause();
+    socket.write(streamRequest({ ...payload, stream: true }));
+    // Still not reading until the engine has generated every token.
+    let seenRunning = false;
+    const deadline = Date.now() + 60000;
+    while (Date.now() < deadline) {
+      const running = await metricValue(server.url, 'qinfer_requests_running');
+      if (running > 0) seenRunning = true;
+      else if (seenRunning) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(seenRunning);
     const state = { buffer: Buffer.alloc(0) };
     const response = readChunkedResponse(socket, state);
     socket.resume();
     const { body } = await response;
+    assert.ok(body.length > 300000, `only ${body.length} bytes`);
     const chunks = parseSse(body).slice(0, -1).map((d) => JSON.parse(d));
-    assert.equal(chunks.map((c) => c.choices.map((x) => x.text).join('')).join(''), solo.json.choices[0].text);
-    const tokens = chunks.flatMap((c) => c.choices.flatMap((x) => x.logprobs?.tokens ?? []));
-    assert.deepEqual(tokens, solo.json.choices[0].logprobs.tokens);
+    assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), solo.json.choices[0].message.content);
+    const streamed = chunks.flatMap((c) => c.choices.flatMap((x) => x.logprobs?.content ?? []));
+    assert.deepEqual(streamed, solo.json.choices[0].logprobs.content);
     socket.destroy();
   });
 

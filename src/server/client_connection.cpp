@@ -33,8 +33,7 @@ int port_of(const sockaddr_storage& address) {
   return -1;
 }
 
-// One getpeername per descriptor and a port comparison; addresses are formatted only for the rare port match (a
-// server with a thousand connections scans them all for every streamed request).
+// Addresses are formatted only after the peer port matched.
 bool is_connection(int fd, const httplib::Request& request) {
   sockaddr_storage peer{};
   socklen_t peer_length = sizeof peer;
@@ -51,16 +50,31 @@ bool is_connection(int fd, const httplib::Request& request) {
 
 }  // namespace
 
-std::optional<ClientConnection> ClientConnection::of(const httplib::Request& request) {
+std::optional<ClientConnection> ConnectionDirectory::find(const httplib::Request& request) {
+  if (request.remote_port <= 0 || request.local_port <= 0) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  for (bool scanned = false;; scanned = true) {
+    const auto [first, last] = sockets_by_peer_port_.equal_range(request.remote_port);
+    for (auto it = first; it != last; ++it)
+      if (is_connection(it->second, request)) return ClientConnection(it->second);
+    if (scanned) return std::nullopt;
+    rescan();
+  }
+}
+
+void ConnectionDirectory::rescan() {
+  sockets_by_peer_port_.clear();
   std::unique_ptr<DIR, int (*)(DIR*)> descriptors(opendir("/proc/self/fd"), closedir);
-  if (!descriptors || request.remote_port <= 0 || request.local_port <= 0) return std::nullopt;
+  if (!descriptors) return;
   while (const dirent* entry = readdir(descriptors.get())) {
     char* end = nullptr;
     const long fd = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || fd == dirfd(descriptors.get())) continue;
-    if (is_connection(static_cast<int>(fd), request)) return ClientConnection(static_cast<int>(fd));
+    sockaddr_storage peer{};
+    socklen_t peer_length = sizeof peer;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_length) != 0) continue;
+    if (const int port = port_of(peer); port >= 0) sockets_by_peer_port_.emplace(port, static_cast<int>(fd));
   }
-  return std::nullopt;
 }
 
 bool ClientConnection::closed_by_peer() const {

@@ -13,6 +13,7 @@
 
 #include "engine/engine.h"
 #include "server/admission.h"
+#include "server/client_connection.h"
 #include "server/engine_watchdog.h"
 #include "server/gpu_probe.h"
 #include "server/prompt_builder.h"
@@ -86,6 +87,7 @@ class ServerState {
   Admission& admission() { return admission_; }
   ResponseCache& response_cache() { return cache_; }
   InFlightRequests& in_flight() { return in_flight_; }
+  ConnectionDirectory& connections() { return connections_; }
   // Writes every streamed response (one event-loop thread).
   SseWriter& sse_writer() { return *sse_writer_; }
   // Null without NVML or a GPU.
@@ -105,6 +107,7 @@ class ServerState {
   Admission admission_;
   ResponseCache cache_;
   InFlightRequests in_flight_;
+  ConnectionDirectory connections_;
   std::unique_ptr<GpuProbe> gpu_probe_;
   std::unique_ptr<SseWriter> sse_writer_;
   std::atomic<const ModelRuntime*> runtime_{nullptr};

@@ -152,7 +152,9 @@ void SseWriter::loop() {
       tick(now);
       next_tick = now + kTickInterval;
     }
-    std::erase_if(attached_, [](const auto& entry) { return entry.first->over_; });
+    // Dropped only now: events of this batch, the ready list and tick() may still point at them.
+    for (Channel* channel : finished_) attached_.erase(channel);
+    finished_.clear();
   }
   for (auto& [channel, owner] : attached_)
     if (!channel->over_) finish(*channel, false);
@@ -168,8 +170,9 @@ void SseWriter::attach(const std::shared_ptr<Channel>& channel) {
   event.data.ptr = channel.get();
   if (epoll_ctl(epoll_, EPOLL_CTL_ADD, channel->socket_, &event) != 0) {
     spdlog::warn("SSE writer: cannot watch socket {}: {}", channel->socket_, std::strerror(errno));
-    channel->outcome_.set_value(false);
     channel->over_ = true;
+    finished_.push_back(channel.get());
+    channel->outcome_.set_value(false);
     return;
   }
   drain_source(*channel);  // output queued before the hand-over
@@ -236,6 +239,7 @@ void SseWriter::tick(Clock::time_point now) {
 void SseWriter::finish(Channel& channel, bool delivered) {
   if (channel.over_) return;
   channel.over_ = true;
+  finished_.push_back(&channel);
   // Unwatched before the connection thread wakes up: it may close the socket right away.
   epoll_ctl(epoll_, EPOLL_CTL_DEL, channel.socket_, nullptr);
   channel.outcome_.set_value(delivered);

@@ -97,6 +97,7 @@ class SseWriter {
   int epoll_ = -1;
   std::string chunk_body_;                                           // writer thread: reused for every drain
   std::unordered_map<Channel*, std::shared_ptr<Channel>> attached_;  // writer thread only
+  std::vector<Channel*> finished_;                                   // over in this loop iteration, still in attached_
   std::thread thread_;
 };
 

@@ -43,7 +43,8 @@ class SseWriter {
   // output callback can call notify() from the first delta on.
   class Channel : public std::enable_shared_from_this<Channel> {
    public:
-    // Any thread; cheap (one atomic exchange; a lock and an eventfd write only when the channel is not queued yet).
+    // Any thread; cheap: an atomic exchange, then only for a channel not queued yet a lock and a push, and an eventfd
+    // write only when the ready list was empty (one per engine step, however many streams).
     void notify();
 
    private:

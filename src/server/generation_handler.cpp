@@ -62,8 +62,8 @@ constexpr std::chrono::milliseconds kDisconnectPollInterval{100};
 
 // Absorbs a non-streamed request's deltas until it is done. A client that disconnects meanwhile gets its request
 // aborted, which frees its KV blocks within one engine step; returns true then.
-bool wait_for_completion(const httplib::Request& request, Engine& engine, const RequestHandle& handle,
-                         CompletionOutput& output, ServerMetrics& metrics) {
+bool wait_for_completion(const httplib::Request& request, ConnectionDirectory& connections, Engine& engine,
+                         const RequestHandle& handle, CompletionOutput& output, ServerMetrics& metrics) {
   std::optional<ClientConnection> client;
   bool looked_up = false;
   bool aborted = false;
@@ -72,7 +72,7 @@ bool wait_for_completion(const httplib::Request& request, Engine& engine, const 
   while (handle.stream->wait_drain(deltas, kDisconnectPollInterval)) {
     // Checked by time, not only when the wait times out: tokens may keep arriving faster than the interval.
     if (!aborted && std::chrono::steady_clock::now() >= next_check) {
-      if (!looked_up) client = ClientConnection::of(request);  // only for requests that outlast one interval
+      if (!looked_up) client = connections.find(request);  // only for requests that outlast one interval
       looked_up = true;
       next_check = std::chrono::steady_clock::now() + kDisconnectPollInterval;
       if (client && client->closed_by_peer()) {
@@ -128,6 +128,12 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
                    std::nullopt, "rate_limit_exceeded");
   }
   generation.deadline = deadline;
+  // A stream's deltas wake the SSE writer: the engine thread notifies the request's channel after each push.
+  std::shared_ptr<SseWriter::Channel> channel;
+  if (work->stream) {
+    channel = state.sse_writer().open_channel();
+    generation.on_output = [channel] { channel->notify(); };
+  }
 
   RequestHandle handle;
   const auto submitted = std::chrono::steady_clock::now();
@@ -143,8 +149,11 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
       CompletionOutput::Timing{arrival, admitted.queued_seconds, submitted, handle.stream});
 
   if (work->stream) {
+    std::optional<int> socket;
+    if (std::optional<ClientConnection> client = state.connections().find(request)) socket = client->socket();
     auto stream = std::make_shared<SseStream>(work, std::move(output), *runtime.engine, handle,
-                                              std::move(*admitted.slot), std::move(in_flight), state.metrics());
+                                              std::move(*admitted.slot), std::move(in_flight), state.metrics(),
+                                              state.sse_writer(), std::move(channel), socket);
     response.status = 200;
     response.set_header("Cache-Control", "no-cache");
     response.set_header("X-Accel-Buffering", "no");
@@ -154,7 +163,8 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
     return;
   }
 
-  const bool client_gone = wait_for_completion(request, *runtime.engine, handle, *output, state.metrics());
+  const bool client_gone =
+      wait_for_completion(request, state.connections(), *runtime.engine, handle, *output, state.metrics());
   const Usage usage = handle.stream->usage();
   output->record_finished(usage);
   // Written to nobody; 499 (nginx's "client closed request") keeps the status metrics honest.

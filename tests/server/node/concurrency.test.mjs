@@ -1,5 +1,5 @@
 // Many concurrent streams give exactly their solo (greedy) outputs; a client that disconnects mid-stream frees its
-// request (the engine's running gauge returns to 0).
+// request (the engine's running gauge returns to 0), also when it hangs up while its stream is queued and silent.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -89,3 +89,43 @@ test('disconnect while waiting for a non-streamed answer aborts the request', { 
     .split('\n').find((l) => l.startsWith('qinfer_request_success_total{finished_reason="abort"}'));
   assert.ok(aborted && Number(aborted.split(' ').pop()) >= 1, 'the request finished as aborted');
 });
+
+test('a stream queued in the engine whose client hangs up (nothing written since) is aborted', { timeout: 60000 },
+  async () => {
+    // One sequence per batch: a long non-streamed request holds it, the stream waits in the engine's queue and
+    // produces no output, so only the hang-up itself can reveal the gone client.
+    const busy = await startServer(['--max-num-seqs', '1']);
+    try {
+      const metric = (name) => metricValue(busy.url, name);
+      const holder = postJson(busy.url, '/v1/completions', { prompt: 'x', max_tokens: 300, ignore_eos: true,
+        temperature: 0 }).catch((e) => ({ status: e.message }));
+      while ((await metric('qinfer_requests_running')) !== 1) await new Promise((r) => setTimeout(r, 20));
+      const disconnectsBefore = await metric('qinfer_client_disconnects_total');
+      const req = http.request(busy.url + '/v1/chat/completions',
+        { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } });
+      req.on('error', () => {});
+      const headers = new Promise((resolve) => req.on('response', resolve));
+      req.end(JSON.stringify({ messages: [{ role: 'user', content: 'q' }], max_tokens: 5, stream: true }));
+      await headers;  // the stream is handed to the writer once its headers are out
+      let deadline = Date.now() + 10000;
+      while ((await metric('qinfer_requests_waiting')) !== 1 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await metric('qinfer_requests_waiting'), 1);
+      req.destroy();
+      const hungUp = Date.now();
+      deadline = hungUp + 10000;
+      let waiting;
+      do {
+        await new Promise((r) => setTimeout(r, 20));
+        waiting = await metric('qinfer_requests_waiting');
+      } while (waiting !== 0 && Date.now() < deadline);
+      assert.equal(waiting, 0);
+      // Seen from the hang-up itself: a write-only server learns it from the second keep-alive comment (>= 2 s).
+      assert.ok(Date.now() - hungUp < 1500, `noticed after ${Date.now() - hungUp} ms`);
+      assert.equal(await metric('qinfer_client_disconnects_total'), disconnectsBefore + 1);
+      assert.equal(await metric('qinfer_requests_running'), 1, 'the holder is still generating');
+      assert.equal((await holder).status, 200);
+    } finally {
+      await busy.stop();
+    }
+  });

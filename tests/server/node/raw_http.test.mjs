@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startServer, rawRequest, postJson, parseSse } from './harness.mjs';
+import { startServer, rawRequest, postJson, parseSse, metricValue } from './harness.mjs';
 
 let server;
 
@@ -43,6 +43,107 @@ test('streamed completions text equals the non-streamed text for the same seed',
     .map((c) => c.choices.map((x) => x.text).join('')).join('');
   assert.equal(text, plain.json.choices[0].text);
 });
+
+// Reads one HTTP/1.1 response with a chunked body from `socket` (bytes arriving in `state.buffer`): the head, and the
+// body decoded from its chunk framing (RFC 9112 7.1). Rejects on bad framing.
+function readChunkedResponse(socket, state) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('incomplete response: ' + JSON.stringify(state.buffer.toString()))),
+      30000);
+    const attempt = () => {
+      const text = state.buffer.toString('latin1');
+      const headEnd = text.indexOf('\r\n\r\n');
+      if (headEnd < 0) return;
+      const head = text.slice(0, headEnd);
+      let pos = headEnd + 4;
+      const body = [];
+      while (true) {
+        const lineEnd = text.indexOf('\r\n', pos);
+        if (lineEnd < 0) return;
+        const sizeText = text.slice(pos, lineEnd);
+        if (!/^[0-9a-f]+$/.test(sizeText)) { clearTimeout(timer); reject(new Error('bad chunk size ' + sizeText)); return; }
+        const size = parseInt(sizeText, 16);
+        if (text.length < lineEnd + 2 + size + 2) return;
+        if (text.slice(lineEnd + 2 + size, lineEnd + 4 + size) !== '\r\n') {
+          clearTimeout(timer); reject(new Error('chunk without CRLF')); return;
+        }
+        body.push(state.buffer.subarray(lineEnd + 2, lineEnd + 2 + size));
+        pos = lineEnd + 4 + size;
+        if (size === 0) break;
+      }
+      clearTimeout(timer);
+      socket.off('data', onData);
+      state.buffer = state.buffer.subarray(pos);
+      resolve({ head, body: Buffer.concat(body).toString('utf8') });
+    };
+    const onData = (chunk) => { state.buffer = Buffer.concat([state.buffer, chunk]); attempt(); };
+    socket.on('data', onData);
+    attempt();
+  });
+}
+
+function streamRequest(payload, extraHeaders = '') {
+  const body = JSON.stringify(payload);
+  return `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extraHeaders}` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+test('SSE bytes on the wire: chunked, never compressed, two streams on one keep-alive connection', async () => {
+  const socket = net.connect(server.port, '127.0.0.1');
+  await new Promise((r) => socket.on('connect', r));
+  const state = { buffer: Buffer.alloc(0) };
+  const payload = { messages: [{ role: 'user', content: 'hi' }], max_tokens: 8, temperature: 0, stream: true };
+  const solo = await postJson(server.url, '/v1/chat/completions', { ...payload, stream: false });
+  for (let round = 0; round < 2; round += 1) {
+    socket.write(streamRequest(payload, 'Accept-Encoding: gzip, deflate, br\r\n'));
+    const { head, body } = await readChunkedResponse(socket, state);
+    assert.match(head, /^HTTP\/1.1 200/);
+    assert.match(head, /\r\nTransfer-Encoding: chunked/i);
+    assert.match(head, /\r\nContent-Type: text\/event-stream/i);
+    assert.doesNotMatch(head, /Content-Encoding/i);
+    assert.doesNotMatch(head, /Connection: close/i);
+    const data = parseSse(body);
+    assert.equal(data.at(-1), '[DONE]');
+    const text = data.slice(0, -1).map((d) => JSON.parse(d)).map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    assert.equal(text, solo.json.choices[0].message.content);
+  }
+  socket.destroy();
+});
+
+// Loopback send buffers grow to megabytes (tcp_wmem), so this does not prove that the writer met a full buffer:
+// tests/server/sse_writer_test.cpp does that with a fixed small SO_SNDBUF.
+test('a client that reads nothing until the whole answer is generated gets every event in order', { timeout: 90000 },
+  async () => {
+    // Half a megabyte: a few KB per token with 20 alternatives, each with its bytes.
+    const payload = { messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 300, ignore_eos: true,
+      temperature: 0, logprobs: true, top_logprobs: 20 };
+    const solo = await postJson(server.url, '/v1/chat/completions', payload);
+    assert.equal(solo.status, 200);
+    const socket = net.connect(server.port, '127.0.0.1');
+    await new Promise((r) => socket.on('connect', r));
+    socket.pause();
+    socket.write(streamRequest({ ...payload, stream: true }));
+    // Still not reading until the engine has generated every token.
+    let seenRunning = false;
+    const deadline = Date.now() + 60000;
+    while (Date.now() < deadline) {
+      const running = await metricValue(server.url, 'qinfer_requests_running');
+      if (running > 0) seenRunning = true;
+      else if (seenRunning) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(seenRunning);
+    const state = { buffer: Buffer.alloc(0) };
+    const response = readChunkedResponse(socket, state);
+    socket.resume();
+    const { body } = await response;
+    assert.ok(body.length > 300000, `only ${body.length} bytes`);
+    const chunks = parseSse(body).slice(0, -1).map((d) => JSON.parse(d));
+    assert.equal(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), solo.json.choices[0].message.content);
+    const streamed = chunks.flatMap((c) => c.choices.flatMap((x) => x.logprobs?.content ?? []));
+    assert.deepEqual(streamed, solo.json.choices[0].logprobs.content);
+    socket.destroy();
+  });
 
 test('malformed JSON gets 400 with the OpenAI error object', async () => {
   const res = await rawRequest(server.url, 'POST', '/v1/chat/completions',

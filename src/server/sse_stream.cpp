@@ -56,7 +56,7 @@ bool SseStream::pump_through_sink(httplib::DataSink& sink) {
   std::string events;
   collect(events, SseWriter::kKeepAliveInterval);
   // An SSE comment: clients ignore it; writing it tells us whether the client is still there.
-  if (events.empty()) events = ": keep-alive\n\n";
+  if (events.empty()) events = SseWriter::kKeepAliveComment;
   if (!sink.write(events.data(), events.size())) return false;
   if (ended_) sink.done();
   return true;

@@ -49,8 +49,6 @@ void append_chunk(std::string& out, std::string_view body) {
   out.append("\r\n");
 }
 
-constexpr std::string_view kKeepAlive = ": keep-alive\n\n";
-
 }  // namespace
 
 void SseWriter::Channel::notify() {
@@ -230,7 +228,7 @@ void SseWriter::tick(Clock::time_point now) {
         finish(*channel, false);
       }
     } else if (now - channel->last_progress_ >= kKeepAliveInterval) {
-      append_chunk(channel->pending_, kKeepAlive);
+      append_chunk(channel->pending_, kKeepAliveComment);
       flush(*channel);
     }
   }

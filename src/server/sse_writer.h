@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +38,7 @@ class SseWriter {
  public:
   // An SSE comment on a stream with nothing written for this long: clients ignore it, proxies keep the connection.
   static constexpr std::chrono::milliseconds kKeepAliveInterval{1000};
+  static constexpr std::string_view kKeepAliveComment = ": keep-alive\n\n";
   static constexpr std::chrono::milliseconds kTickInterval{100};
 
   // One streamed response's link to the writer. Opened before the engine request exists, so that the engine's

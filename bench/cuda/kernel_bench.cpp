@@ -179,7 +179,7 @@ class Bench {
     p.head_dim = kHeadDim;
     p.block_size = 16;
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-    p.pool_blocks = sequences * pool.stride;
+    p.pool_blocks = pool.num_blocks;
     plan_decode_attention_splits(p, context, num_sms());
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
     const std::string shape = std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
@@ -219,7 +219,7 @@ class Bench {
     p.num_kv_heads = kKvHeads;
     p.head_dim = kHeadDim;
     p.block_size = 16;
-    p.num_cache_blocks = pool.num_blocks;
+    p.pool_blocks = pool.num_blocks;
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
     return p;
   }

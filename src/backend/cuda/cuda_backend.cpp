@@ -300,7 +300,9 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   decode.num_kv_heads = c.num_kv_heads;
   decode.head_dim = c.head_dim;
   decode.block_size = kv_shape_.block_size;
-  decode.pool_blocks = kv_shape_.num_blocks + 1;  // the scratch block of padded decode rows included
+  // The pool as the Hopper kernels' tensor maps bound it: the scratch block of padded decode rows included.
+  const int64_t pool_blocks = kv_shape_.num_blocks + 1;
+  decode.pool_blocks = pool_blocks;
   decode.scale = scale;
   if (decode.num_decode > 0) {
     cuda::plan_decode_attention_splits(decode, split_context, num_sms_);
@@ -322,7 +324,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   prefill.num_kv_heads = c.num_kv_heads;
   prefill.head_dim = c.head_dim;
   prefill.block_size = kv_shape_.block_size;
-  prefill.num_cache_blocks = static_cast<int>(kv_shape_.num_blocks) + 1;  // + the scratch block of decode graphs
+  prefill.pool_blocks = pool_blocks;
   prefill.scale = scale;
 
   for (int l = 0; l < c.num_layers; ++l) {

@@ -297,7 +297,7 @@ class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
     p.num_kv_heads = shape.num_kv_heads;
     p.head_dim = shape.head_dim;
     p.block_size = cache.block_size;
-    p.num_cache_blocks = cache.num_blocks;
+    p.pool_blocks = cache.num_blocks;
     p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
     if (c.kernel == PrefillKernel::kWgmma)
       launch_prefill_attention_wgmma(p, nullptr);

@@ -155,8 +155,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 // The tensor map of one pool: rows of head_dim bf16, boxes of kBoxTokens rows by kBoxDims, 128-byte swizzle.
 CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionParams& p) {
   static_assert(kBoxDims == 64, "make_bf16_tensor_map_swizzle128 boxes are 64 columns wide");
-  return make_bf16_tensor_map_swizzle128(cache, static_cast<int64_t>(p.pool_blocks) * p.num_kv_heads * p.block_size,
-                                         p.head_dim, kBoxTokens);
+  return make_bf16_tensor_map_swizzle128(cache, p.pool_blocks * p.num_kv_heads * p.block_size, p.head_dim, kBoxTokens);
 }
 
 template <int kHeadDim>

@@ -27,7 +27,7 @@ struct PrefillAttentionParams {
   int num_kv_heads = 0;
   int head_dim = 0;  // 64 or 128
   int block_size = 0;
-  int num_cache_blocks = 0;  // blocks in k_cache / v_cache (the wgmma kernel maps them for the bulk copy engine)
+  int64_t pool_blocks = 0;  // blocks in k_cache / v_cache (the wgmma kernel maps them for the bulk copy engine)
   float scale = 0;
 };
 

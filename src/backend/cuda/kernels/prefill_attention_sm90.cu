@@ -375,7 +375,7 @@ void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
                                   kSharedBytes));
   const dim3 grid(p.num_heads, p.num_prefill, (p.max_q_len + kBlockM - 1) / kBlockM);
   // The caches as [blocks * kv_heads * block_size, head_dim] matrices, copied in boxes of 16 rows.
-  const int64_t cache_rows = static_cast<int64_t>(p.num_cache_blocks) * p.num_kv_heads * p.block_size;
+  const int64_t cache_rows = p.pool_blocks * p.num_kv_heads * p.block_size;
   const CUtensorMap k_map = make_bf16_tensor_map_swizzle128(p.k_cache, cache_rows, kHeadDim, 16);
   const CUtensorMap v_map = make_bf16_tensor_map_swizzle128(p.v_cache, cache_rows, kHeadDim, 16);
   prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p, k_map, v_map);
@@ -402,7 +402,7 @@ void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaSt
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
   QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,
                "the wgmma kernel needs a block size that is a multiple of 16");
-  QINFER_CHECK(params.num_cache_blocks > 0, "the wgmma kernel needs the cache's block count (its tensor maps)");
+  QINFER_CHECK(params.pool_blocks > 0, "the wgmma kernel needs the cache's block count (its tensor maps)");
   with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
 }
 

@@ -47,8 +47,15 @@ struct KvBarriers {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
-constexpr int kProducerRegisters = 40;  // 128 x 40 + 256 x 232 <= 64 K registers
+// setmaxnreg moves registers within the block's allocation: __launch_bounds__(kThreads, 1) gives every thread 168 at
+// entry (65536 / 384 rounded down to 8), and the consumers' increase waits until the producer's decrease has freed
+// enough, forever if the two do not fit in 384 x 168 (a 48-register producer hung every launch).
+constexpr int kProducerRegisters = 40;
 constexpr int kConsumerRegisters = 232;
+constexpr int kEntryRegisters = 65536 / kThreads / 8 * 8;
+static_assert(kWarpgroupThreads * kProducerRegisters + kConsumers * kWarpgroupThreads * kConsumerRegisters <=
+                  kThreads * kEntryRegisters,
+              "the warpgroups' register counts exceed the block's allocation: setmaxnreg.inc would never return");
 constexpr float kLog2e = 1.4426950408889634f;
 // Named barrier 1 + consumer: a consumer's Q tile.
 

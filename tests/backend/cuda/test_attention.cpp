@@ -344,6 +344,13 @@ TEST_P(PrefillAttentionTest, IgnoresStaleSlotsPastTheContext) {
   check_against_reference({0, 250, 376}, {377, 127, 1}, 15, 3, true);
 }
 
+TEST_P(PrefillAttentionTest, ContextsOnKeyTileBoundaries) {
+  SKIP_WITHOUT_GPU();
+  // Contexts and query blocks that end exactly on a 128-key tile (every tile by bulk copy), one key past one, one key
+  // short of one, and a cached prefix of exactly one tile: the producer warps' K and V tiles in every mix of paths.
+  check_against_reference({0, 128, 0, 127, 256}, {256, 256, 129, 1, 127}, 16, 3);
+}
+
 TEST_P(PrefillAttentionTest, ManyShortSequences) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(13);

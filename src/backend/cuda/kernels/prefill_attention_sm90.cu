@@ -1,9 +1,9 @@
-// Hopper (sm_90a) causal prefill attention over the paged KV cache, FlashAttention-3 structure: one producer
-// warp copies K/V tiles of 128 keys through the block table (bulk tensor copies into 128-byte-swizzled shared memory,
-// three stages, separate mbarrier full/empty pipelines for K and V); two consumer warpgroups of 64 query rows each run
-// S = Q·Kᵀ as wgmma with both operands in shared memory, the online softmax in registers (exp2), and O += P·V as wgmma
-// with P as the register A operand and V read transposed from shared memory. Each consumer overlaps the softmax of tile
-// t with P·V of tile t − 1. docs/CUDA_NOTES.md has the measurements.
+// Hopper (sm_90a) causal prefill attention over the paged KV cache, FlashAttention-3 structure: producer warps (one
+// per cache and 64-column slab) copy K/V tiles of 128 keys through the block table (bulk tensor copies into
+// 128-byte-swizzled shared memory, three stages, separate mbarrier full/empty pipelines for K and V); two consumer
+// warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with both operands in shared memory, the online softmax in
+// registers (exp2), and O += P·V as wgmma with P as the register A operand and V read transposed from shared memory.
+// Each consumer overlaps the softmax of tile t with P·V of tile t − 1. docs/CUDA_NOTES.md has the measurements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
@@ -47,6 +47,9 @@ struct KvBarriers {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
+template <int kHeadDim>
+constexpr int kProducerWarps = 2 * (kHeadDim / 64);  // K and V of each 64-column slab
+static_assert(kProducerWarps<128> <= kWarpgroupThreads / 32, "the producer warps fit in one warpgroup");
 // setmaxnreg moves registers within the block's allocation: __launch_bounds__(kThreads, 1) gives every thread 168 at
 // entry (65536 / 384 rounded down to 8), and the consumers' increase waits until the producer's decrease has freed
 // enough, forever if the two do not fit in 384 x 168 (a 48-register producer hung every launch).
@@ -63,22 +66,31 @@ struct TileRange {
   int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
 };
 
-// Producer warp (the first of the producer warpgroup): tile t goes into stage t % kStages, K once the consumers
-// released that stage's K slot, then V once they released its V slot. A tile whose keys all lie inside the context is
-// copied by the bulk tensor copy engine: one lane issues one box of 16 rows x 64 columns per 16-token group and slab
-// (the block size is a multiple of 16, so a group lies in one cache block: one page lookup), and full_k / full_v
-// complete when their bytes have landed. The page lookups of the next tile are issued before waiting for its slots.
-// The tile that reaches past the context (at most one per query block) is copied by the warp with cp.async instead,
-// rows past the end zero-filled: V rows there must be finite, since P·V multiplies them by the probability 0.
+// Producer warps, two per 64-column slab: warp w copies slab w % kSlabs of the K tiles (w < kSlabs) or of the V
+// tiles (the others). Tile t goes into stage t % kStages once the consumers released that stage's K (or V) slot. A
+// tile whose keys all lie inside the context is copied by the bulk tensor copy engine: one lane issues one box of 16
+// rows x 64 columns per 16-token group (the block size is a multiple of 16, so a group lies in one cache block: one
+// page lookup, by the lane that copies the group), and full_k / full_v complete when every warp of that cache has
+// arrived and the bytes have landed. The page lookups of the next tile are issued before waiting for its slot. Four
+// warps (four schedulers) instead of one: one warp issuing all 32 boxes of a tile was busy for most of a tile period,
+// and the consumers waited for K at nearly every tile (docs/CUDA_NOTES.md, v2.6). The tile that reaches past the
+// context (at most one per query block) is copied with cp.async instead, rows past the end zero-filled: V rows there
+// must be finite, since P·V multiplies them by the probability 0.
 template <int kHeadDim>
 __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const CUtensorMap* k_map,
                                                  const CUtensorMap* v_map, const TileRange& r, unsigned char* stages,
                                                  const KvBarriers& b) {
   using Layout = SharedLayout<kHeadDim>;
   constexpr int kSlabs = kHeadDim / 64;
-  constexpr int kChunks = kHeadDim / 8;
   constexpr int kGroups = kBlockN / 16;
-  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool copies_v = warp >= kSlabs;
+  const int slab = warp % kSlabs;
+  const CUtensorMap* map = copies_v ? v_map : k_map;
+  const __nv_bfloat16* cache = copies_v ? p.v_cache : p.k_cache;
+  uint64_t* full = copies_v ? b.full_v : b.full_k;
+  uint64_t* empty = copies_v ? b.empty_v : b.empty_k;
+  const uint32_t tiles_address = sm90::shared_address(stages) + (copies_v ? Layout::kTileBytes : 0);
   const int kv_head = r.head / (p.num_heads / p.num_kv_heads);
   const int32_t* table = p.block_tables + static_cast<int64_t>(p.table_rows[r.seq]) * p.block_table_stride;
   const int block_size = p.block_size;
@@ -87,56 +99,38 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
     return (table[token / block_size] * p.num_kv_heads + kv_head) * block_size + token % block_size;
   };
   const auto copied_by_tma = [&](int tile) { return (tile + 1) * kBlockN <= r.context_len; };
-  int group_rows[kGroups];  // cache rows of the 16-token groups of the next bulk-copied tile
-  const auto look_up_rows = [&](int tile) {
-#pragma unroll
-    for (int group = 0; group < kGroups; ++group) group_rows[group] = cache_row(tile * kBlockN + group * 16);
-  };
-  // One tile's boxes of one cache, all signalling `full`.
-  const auto issue_boxes = [&](uint32_t tile_address, const CUtensorMap* map, uint64_t* full) {
-    sm90::mbarrier_arrive_expect_tx(full, Layout::kTileBytes);
-#pragma unroll
-    for (int group = 0; group < kGroups; ++group)
-#pragma unroll
-      for (int slab = 0; slab < kSlabs; ++slab)
-        sm90::tma_load_2d(tile_address + slab * kBlockN * 128 + group * 16 * 128, map, slab * 64, group_rows[group],
-                          full);
+  // Lane g < kGroups: the cache row of 16-token group g of the next bulk-copied tile (and the lane that copies it).
+  int group_row = 0;
+  const auto look_up_row = [&](int tile) {
+    if (lane < kGroups) group_row = cache_row(tile * kBlockN + lane * 16);
   };
 
-  if (copied_by_tma(0)) look_up_rows(0);
+  if (copied_by_tma(0)) look_up_row(0);
   for (int tile = 0; tile < r.num_tiles; ++tile) {
     const int stage = tile % kStages;
-    const uint32_t parity = (tile / kStages - 1) & 1;
-    const uint32_t k_tile = sm90::shared_address(stages + stage * Layout::kStageBytes);
-    const uint32_t v_tile = k_tile + Layout::kTileBytes;
+    const uint32_t tile_address = tiles_address + stage * Layout::kStageBytes;  // [slab][kBlockN][64]
+    if (tile >= kStages) sm90::mbarrier_wait_suspending(&empty[stage], (tile / kStages - 1) & 1);
     if (copied_by_tma(tile)) {
-      if (tile >= kStages) sm90::mbarrier_wait_suspending(&b.empty_k[stage], parity);
-      if (lane == 0) issue_boxes(k_tile, k_map, &b.full_k[stage]);
-      if (tile >= kStages) sm90::mbarrier_wait_suspending(&b.empty_v[stage], parity);
-      if (lane == 0) issue_boxes(v_tile, v_map, &b.full_v[stage]);
-      if (tile + 1 < r.num_tiles && copied_by_tma(tile + 1)) look_up_rows(tile + 1);
+      if (lane == 0) sm90::mbarrier_arrive_expect_tx(&full[stage], Layout::kTileBytes / kSlabs);
+      __syncwarp();
+      if (lane < kGroups)
+        sm90::tma_load_2d(tile_address + slab * kBlockN * 128 + lane * 16 * 128, map, slab * 64, group_row,
+                          &full[stage]);
+      if (tile + 1 < r.num_tiles && copied_by_tma(tile + 1)) look_up_row(tile + 1);
     } else {
-      if (tile >= kStages) {
-        sm90::mbarrier_wait_suspending(&b.empty_k[stage], parity);
-        sm90::mbarrier_wait_suspending(&b.empty_v[stage], parity);
-      }
-      for (int index = lane; index < kBlockN * kChunks; index += 32) {
-        const int row = index / kChunks, column = (index % kChunks) * 8;
+#pragma unroll 2  // more unrolling spills in the 40-register producer (head_dim 64)
+      for (int index = lane; index < kBlockN * 8; index += 32) {
+        const int row = index / 8, column = slab * 64 + (index % 8) * 8;
         const int token = tile * kBlockN + row;
         const bool valid = token < r.context_len;
         const int64_t source = valid ? static_cast<int64_t>(cache_row(token)) * kHeadDim + column : 0;
-        const uint32_t offset = sm90::swizzled_offset(kBlockN, row, column);
-        sm90::cp_async_16(k_tile + offset, p.k_cache + source, valid);
-        sm90::cp_async_16(v_tile + offset, p.v_cache + source, valid);
+        sm90::cp_async_16(tile_address + sm90::swizzled_offset(kBlockN, row, column), cache + source, valid);
       }
       cp_async_commit();
       cp_async_wait_all();
       sm90::fence_proxy_async_shared();  // these generic-proxy writes, then read by the tensor cores
       __syncwarp();
-      if (lane == 0) {
-        sm90::mbarrier_arrive(&b.full_k[stage]);
-        sm90::mbarrier_arrive(&b.full_v[stage]);
-      }
+      if (lane == 0) sm90::mbarrier_arrive(&full[stage]);
     }
   }
 }
@@ -353,8 +347,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const KvBarriers b{barriers, barriers + kStages, barriers + 2 * kStages, barriers + 3 * kStages};
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
-      sm90::mbarrier_init(&b.full_k[stage], 1);
-      sm90::mbarrier_init(&b.full_v[stage], 1);
+      sm90::mbarrier_init(&b.full_k[stage], kHeadDim / 64);  // one arrival per producer warp of the cache
+      sm90::mbarrier_init(&b.full_v[stage], kHeadDim / 64);
       sm90::mbarrier_init(&b.empty_k[stage], kConsumers * kWarpgroupThreads / 32);
       sm90::mbarrier_init(&b.empty_v[stage], kConsumers * kWarpgroupThreads / 32);
     }
@@ -365,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
   if (warpgroup == 0) {
     sm90::setmaxnreg_dec<kProducerRegisters>();
-    if (threadIdx.x < 32) produce_kv_tiles<kHeadDim>(p, &k_map, &v_map, r, shared, b);
+    if (threadIdx.x < 32 * kProducerWarps<kHeadDim>) produce_kv_tiles<kHeadDim>(p, &k_map, &v_map, r, shared, b);
   } else {
     sm90::setmaxnreg_inc<kConsumerRegisters>();
     consume_kv_tiles<kHeadDim>(p, r, warpgroup - 1, shared, b);

@@ -1,6 +1,6 @@
-// Kernel microbenchmarks on Qwen3-4B shapes: decode GEMV (GB/s vs the 4.27 TB/s copy ceiling), cuBLASLt for
-// comparison and for prefill GEMMs (TFLOP/s vs 788), paged decode attention (K+V read bandwidth), causal paged
-// prefill attention (TFLOP/s). Prints one line per measurement and a summary table last.
+// Kernel microbenchmarks on Qwen3-4B shapes: decode GEMV and the Hopper skinny GEMM (GB/s vs the 4.27 TB/s copy
+// ceiling), cuBLASLt for comparison and for prefill GEMMs (TFLOP/s vs 788), paged decode attention (K+V read
+// bandwidth), causal paged prefill attention (TFLOP/s). Prints one line per measurement and a summary table last.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +20,7 @@
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "backend/cuda/kernels/sampling.h"
+#include "backend/cuda/kernels/skinny_gemm.h"
 #include "backend/cuda/kernels/swiglu.h"
 #include "bench_timer.h"
 #include "fill_random.h"
@@ -40,7 +41,14 @@ struct Row {
 
 class Bench {
  public:
-  Bench() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
+  Bench() {
+    CUDA_CHECK(cudaStreamCreate(&stream_));
+    if (skinny_gemm_available()) {
+      skinny_partials_ = DeviceBuffer(skinny_gemm_partials_bytes(num_sms()), "bench skinny GEMM partials");
+      skinny_counters_ = DeviceBuffer(static_cast<size_t>(skinny_gemm_max_counters(num_sms())) * 4, "bench counters");
+      CUDA_CHECK(cudaMemset(skinny_counters_.data(), 0, skinny_counters_.bytes()));
+    }
+  }
   ~Bench() { cudaStreamDestroy(stream_); }
 
   void record(const std::string& kernel, const std::string& shape, double seconds, double amount, bool bandwidth) {
@@ -59,7 +67,8 @@ class Bench {
     record("device copy", "2 GiB", t, 2.0 * static_cast<double>(bytes), true);
   }
 
-  // One decode linear layer: GEMV for 1..16 rows (and cuBLASLt at the same shape), weights rotated beyond L2.
+  // One decode linear layer: GEMV for 1..16 rows, cuBLASLt, the skinny GEMM for 3..128 rows; weights rotated beyond
+  // L2.
   void linear(const char* name, int n, int k, const std::vector<int>& rows_list) {
     const size_t weight_bytes = static_cast<size_t>(n) * k * 2;
     const int copies = static_cast<int>(std::max<size_t>(2, (size_t{1} << 30) / weight_bytes));
@@ -91,7 +100,29 @@ class Bench {
           },
           20 * copies, stream_);
       record("cublasLt", shape, t, bytes, true);
+      if (!skinny_gemm_available() || rows > kSkinnyGemmMaxRows) continue;
+      const double ts = time_per_call(
+          [&](int i) {
+            SkinnyGemmParams p = skinny_params(x, weights[static_cast<size_t>(i % copies)], y, rows, n, k);
+            launch_skinny_gemm(p, stream_);
+          },
+          20 * copies, stream_);
+      record("skinny gemm", shape, ts, bytes, true);
     }
+  }
+
+  SkinnyGemmParams skinny_params(const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& y, int rows, int n,
+                                 int k) const {
+    SkinnyGemmParams p;
+    p.x = x.as<__nv_bfloat16>();
+    p.weight = w.as<__nv_bfloat16>();
+    p.y = y.data();
+    p.num_rows = rows;
+    p.n = n;
+    p.k = k;
+    p.split_partials = skinny_partials_.as<float>();
+    p.split_counters = skinny_counters_.as<uint32_t>();
+    return p;
   }
 
   // Prefill GEMM rate at large M.
@@ -144,34 +175,38 @@ class Bench {
     return pool;
   }
 
-  // merge_in_kernel: splits merged by the last block of each (sequence, KV head) through arrival counters, as the
-  // backend runs it; otherwise by the second kernel.
-  void decode_attention(int sequences, int context, bool merge_in_kernel = true, bool scattered = true) {
-    Pool pool = make_pool(sequences, context, scattered);
-    DeviceBuffer q(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench q"),
-        out(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench out");
-    fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(sequences) * kHeads * kHeadDim, 5, 1.0f, stream_);
+  // Buffers and params of decode attention for `sequences` one-token queries over `pool` (table row s for sequence s,
+  // every context `context` tokens).
+  struct DecodeSetup {
+    DeviceBuffer rows, lens, split_out, split_lse, counters;
+    DecodeAttentionParams p;
+  };
+  DecodeSetup make_decode_setup(const Pool& pool, int sequences, int context, const DeviceBuffer& q, DeviceBuffer& out,
+                                bool merge_in_kernel = true) {
+    DecodeSetup d;
     std::vector<int32_t> rows(static_cast<size_t>(sequences)), lens(static_cast<size_t>(sequences), context);
     for (int s = 0; s < sequences; ++s) rows[static_cast<size_t>(s)] = s;
-    DeviceBuffer drows(rows.size() * 4, "bench"), dlens(lens.size() * 4, "bench");
-    CUDA_CHECK(cudaMemcpy(drows.data(), rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(dlens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
+    d.rows = DeviceBuffer(rows.size() * 4, "bench");
+    d.lens = DeviceBuffer(lens.size() * 4, "bench");
+    CUDA_CHECK(cudaMemcpy(d.rows.data(), rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d.lens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
     const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(sequences, num_sms()));
-    DeviceBuffer split_out(split_rows * kHeads * kHeadDim * 4, "bench"), split_lse(split_rows * kHeads * 4, "bench"),
-        counters(static_cast<size_t>(sequences) * kKvHeads * 4, "bench");
-    CUDA_CHECK(cudaMemset(counters.data(), 0, static_cast<size_t>(sequences) * kKvHeads * 4));
-    DecodeAttentionParams p;
+    d.split_out = DeviceBuffer(split_rows * kHeads * kHeadDim * 4, "bench");
+    d.split_lse = DeviceBuffer(split_rows * kHeads * 4, "bench");
+    d.counters = DeviceBuffer(static_cast<size_t>(sequences) * kKvHeads * 4, "bench");
+    CUDA_CHECK(cudaMemset(d.counters.data(), 0, static_cast<size_t>(sequences) * kKvHeads * 4));
+    DecodeAttentionParams& p = d.p;
     p.q = q.as<__nv_bfloat16>();
     p.k_cache = pool.k.as<__nv_bfloat16>();
     p.v_cache = pool.v.as<__nv_bfloat16>();
     p.block_tables = pool.tables.as<int32_t>();
-    p.table_rows = drows.as<int32_t>();
-    p.q_rows = drows.as<int32_t>();
-    p.context_lens = dlens.as<int32_t>();
+    p.table_rows = d.rows.as<int32_t>();
+    p.q_rows = d.rows.as<int32_t>();
+    p.context_lens = d.lens.as<int32_t>();
     p.out = out.as<__nv_bfloat16>();
-    p.split_out = split_out.as<float>();
-    p.split_lse = split_lse.as<float>();
-    p.split_counters = merge_in_kernel ? counters.as<uint32_t>() : nullptr;
+    p.split_out = d.split_out.as<float>();
+    p.split_lse = d.split_lse.as<float>();
+    p.split_counters = merge_in_kernel ? d.counters.as<uint32_t>() : nullptr;
     p.block_table_stride = pool.stride;
     p.num_decode = sequences;
     p.num_heads = kHeads;
@@ -181,6 +216,18 @@ class Bench {
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
     p.pool_blocks = pool.num_blocks;
     plan_decode_attention_splits(p, context, num_sms());
+    return d;
+  }
+
+  // merge_in_kernel: splits merged by the last block of each (sequence, KV head) through arrival counters, as the
+  // backend runs it; otherwise by the second kernel.
+  void decode_attention(int sequences, int context, bool merge_in_kernel = true, bool scattered = true) {
+    Pool pool = make_pool(sequences, context, scattered);
+    DeviceBuffer q(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench q"),
+        out(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench out");
+    fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(sequences) * kHeads * kHeadDim, 5, 1.0f, stream_);
+    const DecodeSetup setup = make_decode_setup(pool, sequences, context, q, out, merge_in_kernel);
+    const DecodeAttentionParams& p = setup.p;
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
     const std::string shape = std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
                               (scattered ? "" : ", blocks in order") + " (" + std::to_string(p.num_splits) +
@@ -244,9 +291,12 @@ class Bench {
              time_per_call([&](int) { launch_prefill_attention_wgmma(p, stream_); }, 5, stream_), flops, false);
   }
 
-  // One prefill step's kernels at `tokens` rows of one sequence (Qwen3-4B shapes), each timed alone, then the layer's
-  // chain in order as one graph: the per-kernel breakdown of a prefill step (x 36 layers + embedding).
-  void prefill_layer(int tokens) {
+  // One step's kernels at `tokens` rows (Qwen3-4B shapes), each timed alone, then the layer's chain in order as one
+  // graph: the per-kernel breakdown of a step (x 36 layers + embedding; + lm_head for decode). decode_context 0: one
+  // prompt of `tokens` tokens (prefill); else `tokens` sequences of decode_context tokens each, one new token each,
+  // with the linears through cuBLASLt (+ SwiGLU kernel) and, where available, through the skinny GEMM (SwiGLU fused).
+  void layer_breakdown(int tokens, int decode_context) {
+    const bool decode = decode_context > 0;
     constexpr int kHidden = 2560, kIntermediate = 9728, kQWidth = kHeads * kHeadDim;
     constexpr int kQkvWidth = (kHeads + 2 * kKvHeads) * kHeadDim, kLayers = 36, kTableRows = 16384;
     const size_t m = static_cast<size_t>(tokens);
@@ -270,13 +320,13 @@ class Bench {
     DeviceBuffer residual(m * kHidden * 4, "bench"), inv_freq(kHeadDim / 2 * 4, "bench");
     fill_random_f32(residual.as<float>(), m * kHidden, 35, 1.0f, stream_);
     fill_random_f32(inv_freq.as<float>(), kHeadDim / 2, 36, 0.5f, stream_);
-    Pool pool = make_pool(1, tokens, false);
+    Pool pool = decode ? make_pool(tokens, decode_context) : make_pool(1, tokens, false);
     std::vector<int32_t> ids(m), positions(m), meta = {0, 0, tokens, 0};  // table row, q start, q len, cached
     std::vector<int64_t> slots(m);
     for (int t = 0; t < tokens; ++t) {
       ids[static_cast<size_t>(t)] = (t * 7919) % kTableRows;
-      positions[static_cast<size_t>(t)] = t;
-      slots[static_cast<size_t>(t)] = t;  // blocks in pool order
+      positions[static_cast<size_t>(t)] = decode ? decode_context - 1 : t;
+      slots[static_cast<size_t>(t)] = decode ? static_cast<int64_t>(t) * 16 : t;  // decode: the first slot of block t
     }
     DeviceBuffer d_ids(m * 4, "bench"), d_positions(m * 4, "bench"), d_slots(m * 8, "bench"), d_meta(16, "bench");
     CUDA_CHECK(cudaMemcpy(d_ids.data(), ids.data(), m * 4, cudaMemcpyHostToDevice));
@@ -306,8 +356,19 @@ class Bench {
     rope.head_dim = kHeadDim;
     rope.block_size = 16;
     const PrefillAttentionParams attn = one_prompt_attention(pool, q, attention, d_meta, tokens);
+    const DecodeSetup decode_setup =
+        make_decode_setup(pool, decode ? tokens : 1, std::max(decode_context, 1), q, attention);
+    bool skinny = false;  // the chain variant being built
     const auto gemm = [&](const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& y, int n, int k) {
-      gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, tokens, n, k, stream_);
+      if (skinny)
+        launch_skinny_gemm(skinny_params(x, w, y, tokens, n, k), stream_);
+      else
+        gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, tokens, n, k, stream_);
+    };
+    const auto gate_up_swiglu = [&] {
+      SkinnyGemmParams p = skinny_params(normed, w_gate_up, activation, tokens, 2 * kIntermediate, kHidden);
+      p.swiglu = true;
+      launch_skinny_gemm(p, stream_);
     };
 
     struct Op {
@@ -317,31 +378,46 @@ class Bench {
       bool bandwidth;
     };
     const double rows = static_cast<double>(tokens);
-    const double attention_flops = 4.0 * kHeadDim * kHeads * (rows * (rows + 1) / 2);
-    const std::vector<Op> layer = {
-        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
-        {"qkv gemm", [&] { gemm(normed, w_qkv, qkv, kQkvWidth, kHidden); }, 2.0 * rows * kQkvWidth * kHidden, false},
-        {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, stream_); }, rows * kQkvWidth * 4.0, true},
-        {"prefill attention", [&] { launch_prefill_attention(attn, stream_); }, attention_flops, false},
-        {"o_proj gemm", [&] { gemm(attention, w_o, delta, kHidden, kQWidth); }, 2.0 * rows * kHidden * kQWidth, false},
-        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
-        {"gate_up gemm", [&] { gemm(normed, w_gate_up, gate_up, 2 * kIntermediate, kHidden); },
-         2.0 * rows * 2 * kIntermediate * kHidden, false},
-        {"swiglu",
-         [&] {
-           launch_swiglu({gate_up.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), tokens, kIntermediate}, stream_);
-         },
-         rows * kIntermediate * 6.0, true},
-        {"down gemm", [&] { gemm(activation, w_down, delta, kHidden, kIntermediate); },
-         2.0 * rows * kHidden * kIntermediate, false},
+    const double attention_amount = decode ? 2.0 * rows * decode_context * kKvHeads * kHeadDim * 2
+                                           : 4.0 * kHeadDim * kHeads * (rows * (rows + 1) / 2);
+    const auto weight_bytes = [](int n, int k) { return 2.0 * n * k; };
+    // Linears count FLOPs in prefill and weight bytes in decode.
+    const auto linear_amount = [&](int n, int k) { return decode ? weight_bytes(n, k) : 2.0 * rows * n * k; };
+    const auto build_layer = [&](bool use_skinny) {
+      skinny = use_skinny;
+      std::vector<Op> ops = {
+          {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
+          {"qkv", [&] { gemm(normed, w_qkv, qkv, kQkvWidth, kHidden); }, linear_amount(kQkvWidth, kHidden), decode},
+          {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, stream_); }, rows * kQkvWidth * 4.0, true},
+          {"attention",
+           [&] {
+             if (decode)
+               launch_decode_attention(decode_setup.p, stream_);
+             else
+               launch_prefill_attention(attn, stream_);
+           },
+           attention_amount, decode},
+          {"o_proj", [&] { gemm(attention, w_o, delta, kHidden, kQWidth); }, linear_amount(kHidden, kQWidth), decode},
+          {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true}};
+      if (use_skinny) {
+        ops.push_back({"gate_up + swiglu", gate_up_swiglu, linear_amount(2 * kIntermediate, kHidden), decode});
+      } else {
+        ops.push_back({"gate_up", [&] { gemm(normed, w_gate_up, gate_up, 2 * kIntermediate, kHidden); },
+                       linear_amount(2 * kIntermediate, kHidden), decode});
+        ops.push_back({"swiglu",
+                       [&] {
+                         launch_swiglu(
+                             {gate_up.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), tokens, kIntermediate},
+                             stream_);
+                       },
+                       rows * kIntermediate * 6.0, true});
+      }
+      ops.push_back({"down", [&] { gemm(activation, w_down, delta, kHidden, kIntermediate); },
+                     linear_amount(kHidden, kIntermediate), decode});
+      return ops;
     };
-    const std::string shape = std::to_string(tokens) + " tokens, 1 layer";
-    double sum = 0;
-    for (const Op& op : layer) {
-      const double t = time_per_call([&](int) { op.launch(); }, 5, stream_);
-      record(std::string("step: ") + op.name, shape, t, op.amount, op.bandwidth);
-      sum += t;
-    }
+    const std::string shape =
+        std::to_string(tokens) + (decode ? " seqs x " + std::to_string(decode_context) : "") + " tokens, 1 layer";
     const double t_embedding = time_per_call(
         [&](int) {
           launch_embedding({d_ids.as<int32_t>(), table.as<__nv_bfloat16>(), residual.as<float>(), tokens, kHidden},
@@ -349,15 +425,28 @@ class Bench {
         },
         5, stream_);
     record("step: embedding", std::to_string(tokens) + " tokens", t_embedding, rows * kHidden * 6.0, true);
-    const double t_chain = time_per_call(
-        [&](int) {
-          for (const Op& op : layer) op.launch();
-        },
-        3, stream_);
-    std::printf(
-        "prefill step %d tokens: kernels of one layer %.3f ms alone, %.3f ms as a chain; x %d layers + "
-        "embedding = %.2f ms (chain)\n",
-        tokens, sum * 1e3, t_chain * 1e3, kLayers, (kLayers * t_chain + t_embedding) * 1e3);
+    for (const bool use_skinny : {false, true}) {
+      if (use_skinny && !(decode && skinny_gemm_available() && tokens <= kSkinnyGemmMaxRows)) continue;
+      const std::vector<Op> layer = build_layer(use_skinny);
+      const std::string variant = use_skinny ? "skinny " : "";
+      double sum = 0;
+      for (const Op& op : layer) {
+        const double t = time_per_call([&](int) { op.launch(); }, decode ? 20 : 5, stream_);
+        record(std::string("step: ") + variant + op.name, shape, t, op.amount, op.bandwidth);
+        sum += t;
+      }
+      const double t_chain = time_per_call(
+          [&](int) {
+            for (const Op& op : layer) op.launch();
+          },
+          decode ? 10 : 3, stream_);
+      std::printf(
+          "%s step %d %s%s: kernels of one layer %.3f ms alone, %.3f ms as a chain; x %d layers + embedding = "
+          "%.2f ms (chain)\n",
+          decode ? "decode" : "prefill", tokens, decode ? "sequences" : "tokens",
+          use_skinny ? ", skinny GEMM" : ", cuBLASLt", sum * 1e3, t_chain * 1e3, kLayers,
+          (kLayers * t_chain + t_embedding) * 1e3);
+    }
   }
 
   // The small per-layer kernels of a batch-1 decode step, timed as graph replays (what a decode graph pays).
@@ -469,6 +558,7 @@ class Bench {
 
   cudaStream_t stream_ = nullptr;
   CublasLtGemm gemm_;
+  DeviceBuffer skinny_partials_, skinny_counters_;  // scratch of the skinny GEMM for tiles shared by blocks
   std::vector<Row> rows_;
 };
 
@@ -477,8 +567,9 @@ class Bench {
 
 // Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
 // small_ops, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that one case
-// (for profilers), as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` (not in the default run) breaks one
-// prefill step down by kernel.
+// (for profilers), as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES [CONTEXT]]`
+// (not in the default run) break one step down by kernel, the latter after cuBLASLt vs the skinny GEMM on every decode
+// linear at 8-128 rows.
 int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";
@@ -524,8 +615,16 @@ int main(int argc, char** argv) {
     bench.prefill_attention(32768);
   }
   if (wants("small_ops")) bench.decode_small_ops();
-  if (only == "prefill_step") {
-    bench.prefill_layer(argc > 2 ? std::atoi(argv[2]) : 8192);
+  if (only == "prefill_step") bench.layer_breakdown(argc > 2 ? std::atoi(argv[2]) : 8192, 0);
+  if (only == "decode_step") {
+    const int sequences = argc > 2 ? std::atoi(argv[2]) : 64, context = argc > 3 ? std::atoi(argv[3]) : 640;
+    const std::vector<int> batch_rows = {8, 64, 128};
+    bench.linear("qkv", 6144, 2560, batch_rows);
+    bench.linear("o_proj", 2560, 4096, batch_rows);
+    bench.linear("gate_up", 2 * 9728, 2560, batch_rows);
+    bench.linear("down", 2560, 9728, batch_rows);
+    bench.linear("lm_head", 151936, 2560, batch_rows);
+    bench.layer_breakdown(sequences, context);
   }
   if (wants("sampling")) {
     bench.sampling("greedy", 1, 0.0f, 0, 1.0f);

@@ -42,9 +42,6 @@ std::string gib(double bytes) {
 // Measured on the H200 (docs/CUDA_NOTES.md): the GEMV kernel beats cuBLASLt at one row, ties at two and loses from
 // four rows on, where re-reading x from L1 per weight vector dominates.
 constexpr int kGemvRowLimit = 2;
-// Buckets of at least this many rows get their cuBLASLt algorithm by timing candidates at start-up (docs/CUDA_NOTES.md,
-// prefill runs P1-P3).
-constexpr int kTunedGemmRows = 1024;
 
 // Device addresses of one step's metadata (see BatchPlan).
 struct DeviceBatch {
@@ -193,8 +190,8 @@ bf16* CudaBackend::k_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * 
 bf16* CudaBackend::v_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * layer + 1) * kv_layer_elements_; }
 
 // CUDA loads kernel modules lazily: the first launch of each cuBLASLt kernel costs milliseconds, which a request would
-// otherwise pay as TTFT the first time its token count falls in a new bucket. One GEMM per bucket and shape, on the
-// workspace's buffers, loads them all at start-up; prefill-sized buckets time several candidates instead (tune()).
+// otherwise pay as TTFT the first time its token count falls in a new bucket. Timing the candidates of every bucket and
+// shape (tune()) on the workspace's buffers loads them all at start-up; lm_head runs one GEMM per bucket.
 void CudaBackend::warm_up_gemms() {
   const ModelConfig& c = model_->config;
   const cuda::Workspace& w = *workspace_;
@@ -209,12 +206,10 @@ void CudaBackend::warm_up_gemms() {
                                cudaMemcpyDeviceToDevice, stream_));
   for (int bucket = first_bucket;; bucket *= 2) {
     const int rows = std::min(bucket, options_.max_num_batched_tokens);
-    // Prefill-sized GEMMs are most of a prompt's time: their algorithm is the fastest of the heuristic's first few.
+    // Every bucket's algorithm is the fastest of the heuristic's first few: 3-6 % faster than the first choice on the
+    // prefill shapes (docs/CUDA_NOTES.md, runs P1-P3), 3 % on the 64-sequence decode step (run K3).
     const auto warm = [&](const bf16* x, const bf16* weight, int n, int k, void* y) {
-      if (rows >= kTunedGemmRows)
-        gemm_->tune(x, weight, y, false, rows, n, k, stream_);
-      else
-        linear(x, rows, weight, n, k, y);
+      gemm_->tune(x, weight, y, false, rows, n, k, stream_);
     };
     warm(w.normed.as<bf16>(), lw.qkv, qkv_width, c.hidden_size, w.qkv.data());
     warm(w.attention.as<bf16>(), lw.o_proj, c.hidden_size, c.q_width(), w.delta.data());

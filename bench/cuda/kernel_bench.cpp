@@ -1,4 +1,4 @@
-// Kernel microbenchmarks on Qwen3-4B shapes: decode GEMV and the Hopper skinny GEMM (GB/s vs the 4.27 TB/s copy
+// Kernel microbenchmarks on Qwen3-4B shapes: decode GEMV (GB/s vs the 4.27 TB/s copy
 // ceiling), cuBLASLt for comparison and for prefill GEMMs (TFLOP/s vs 788), paged decode attention (K+V read
 // bandwidth), causal paged prefill attention (TFLOP/s). Prints one line per measurement and a summary table last.
 #include <algorithm>
@@ -20,7 +20,6 @@
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "backend/cuda/kernels/sampling.h"
-#include "backend/cuda/kernels/skinny_gemm.h"
 #include "backend/cuda/kernels/swiglu.h"
 #include "bench_timer.h"
 #include "fill_random.h"
@@ -41,14 +40,7 @@ struct Row {
 
 class Bench {
  public:
-  Bench() {
-    CUDA_CHECK(cudaStreamCreate(&stream_));
-    if (skinny_gemm_available()) {
-      skinny_partials_ = DeviceBuffer(skinny_gemm_partials_bytes(num_sms()), "bench skinny GEMM partials");
-      skinny_counters_ = DeviceBuffer(static_cast<size_t>(skinny_gemm_max_counters(num_sms())) * 4, "bench counters");
-      CUDA_CHECK(cudaMemset(skinny_counters_.data(), 0, skinny_counters_.bytes()));
-    }
-  }
+  Bench() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
   ~Bench() { cudaStreamDestroy(stream_); }
 
   void record(const std::string& kernel, const std::string& shape, double seconds, double amount, bool bandwidth) {
@@ -67,8 +59,7 @@ class Bench {
     record("device copy", "2 GiB", t, 2.0 * static_cast<double>(bytes), true);
   }
 
-  // One decode linear layer: GEMV for 1..16 rows, cuBLASLt, the skinny GEMM for 3..128 rows; weights rotated beyond
-  // L2.
+  // One decode linear layer: GEMV for 1..16 rows and cuBLASLt; weights rotated beyond L2.
   void linear(const char* name, int n, int k, const std::vector<int>& rows_list) {
     const size_t weight_bytes = static_cast<size_t>(n) * k * 2;
     const int copies = static_cast<int>(std::max<size_t>(2, (size_t{1} << 30) / weight_bytes));
@@ -100,29 +91,7 @@ class Bench {
           },
           20 * copies, stream_);
       record("cublasLt", shape, t, bytes, true);
-      if (!skinny_gemm_available() || rows > kSkinnyGemmMaxRows) continue;
-      const double ts = time_per_call(
-          [&](int i) {
-            SkinnyGemmParams p = skinny_params(x, weights[static_cast<size_t>(i % copies)], y, rows, n, k);
-            launch_skinny_gemm(p, stream_);
-          },
-          20 * copies, stream_);
-      record("skinny gemm", shape, ts, bytes, true);
     }
-  }
-
-  SkinnyGemmParams skinny_params(const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& y, int rows, int n,
-                                 int k) const {
-    SkinnyGemmParams p;
-    p.x = x.as<__nv_bfloat16>();
-    p.weight = w.as<__nv_bfloat16>();
-    p.y = y.data();
-    p.num_rows = rows;
-    p.n = n;
-    p.k = k;
-    p.split_partials = skinny_partials_.as<float>();
-    p.split_counters = skinny_counters_.as<uint32_t>();
-    return p;
   }
 
   // Prefill GEMM rate at large M.
@@ -294,7 +263,7 @@ class Bench {
   // One step's kernels at `tokens` rows (Qwen3-4B shapes), each timed alone, then the layer's chain in order as one
   // graph: the per-kernel breakdown of a step (x 36 layers + embedding; + lm_head for decode). decode_context 0: one
   // prompt of `tokens` tokens (prefill); else `tokens` sequences of decode_context tokens each, one new token each,
-  // with the linears through cuBLASLt (+ SwiGLU kernel) and, where available, through the skinny GEMM (SwiGLU fused).
+  // with the linears through cuBLASLt.
   void layer_breakdown(int tokens, int decode_context) {
     const bool decode = decode_context > 0;
     constexpr int kHidden = 2560, kIntermediate = 9728, kQWidth = kHeads * kHeadDim;
@@ -358,17 +327,8 @@ class Bench {
     const PrefillAttentionParams attn = one_prompt_attention(pool, q, attention, d_meta, tokens);
     const DecodeSetup decode_setup =
         make_decode_setup(pool, decode ? tokens : 1, std::max(decode_context, 1), q, attention);
-    bool skinny = false;  // the chain variant being built
     const auto gemm = [&](const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& y, int n, int k) {
-      if (skinny)
-        launch_skinny_gemm(skinny_params(x, w, y, tokens, n, k), stream_);
-      else
-        gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, tokens, n, k, stream_);
-    };
-    const auto gate_up_swiglu = [&] {
-      SkinnyGemmParams p = skinny_params(normed, w_gate_up, activation, tokens, 2 * kIntermediate, kHidden);
-      p.swiglu = true;
-      launch_skinny_gemm(p, stream_);
+      gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, tokens, n, k, stream_);
     };
 
     struct Op {
@@ -383,39 +343,29 @@ class Bench {
     const auto weight_bytes = [](int n, int k) { return 2.0 * n * k; };
     // Linears count FLOPs in prefill and weight bytes in decode.
     const auto linear_amount = [&](int n, int k) { return decode ? weight_bytes(n, k) : 2.0 * rows * n * k; };
-    const auto build_layer = [&](bool use_skinny) {
-      skinny = use_skinny;
-      std::vector<Op> ops = {
-          {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
-          {"qkv", [&] { gemm(normed, w_qkv, qkv, kQkvWidth, kHidden); }, linear_amount(kQkvWidth, kHidden), decode},
-          {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, stream_); }, rows * kQkvWidth * 4.0, true},
-          {"attention",
-           [&] {
-             if (decode)
-               launch_decode_attention(decode_setup.p, stream_);
-             else
-               launch_prefill_attention(attn, stream_);
-           },
-           attention_amount, decode},
-          {"o_proj", [&] { gemm(attention, w_o, delta, kHidden, kQWidth); }, linear_amount(kHidden, kQWidth), decode},
-          {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true}};
-      if (use_skinny) {
-        ops.push_back({"gate_up + swiglu", gate_up_swiglu, linear_amount(2 * kIntermediate, kHidden), decode});
-      } else {
-        ops.push_back({"gate_up", [&] { gemm(normed, w_gate_up, gate_up, 2 * kIntermediate, kHidden); },
-                       linear_amount(2 * kIntermediate, kHidden), decode});
-        ops.push_back({"swiglu",
-                       [&] {
-                         launch_swiglu(
-                             {gate_up.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), tokens, kIntermediate},
-                             stream_);
-                       },
-                       rows * kIntermediate * 6.0, true});
-      }
-      ops.push_back({"down", [&] { gemm(activation, w_down, delta, kHidden, kIntermediate); },
-                     linear_amount(kHidden, kIntermediate), decode});
-      return ops;
-    };
+    const std::vector<Op> layer = {
+        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
+        {"qkv", [&] { gemm(normed, w_qkv, qkv, kQkvWidth, kHidden); }, linear_amount(kQkvWidth, kHidden), decode},
+        {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, stream_); }, rows * kQkvWidth * 4.0, true},
+        {"attention",
+         [&] {
+           if (decode)
+             launch_decode_attention(decode_setup.p, stream_);
+           else
+             launch_prefill_attention(attn, stream_);
+         },
+         attention_amount, decode},
+        {"o_proj", [&] { gemm(attention, w_o, delta, kHidden, kQWidth); }, linear_amount(kHidden, kQWidth), decode},
+        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
+        {"gate_up", [&] { gemm(normed, w_gate_up, gate_up, 2 * kIntermediate, kHidden); },
+         linear_amount(2 * kIntermediate, kHidden), decode},
+        {"swiglu",
+         [&] {
+           launch_swiglu({gate_up.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), tokens, kIntermediate}, stream_);
+         },
+         rows * kIntermediate * 6.0, true},
+        {"down", [&] { gemm(activation, w_down, delta, kHidden, kIntermediate); },
+         linear_amount(kHidden, kIntermediate), decode}};
     const std::string shape =
         std::to_string(tokens) + (decode ? " seqs x " + std::to_string(decode_context) : "") + " tokens, 1 layer";
     const double t_embedding = time_per_call(
@@ -425,28 +375,22 @@ class Bench {
         },
         5, stream_);
     record("step: embedding", std::to_string(tokens) + " tokens", t_embedding, rows * kHidden * 6.0, true);
-    for (const bool use_skinny : {false, true}) {
-      if (use_skinny && !(decode && skinny_gemm_available() && tokens <= kSkinnyGemmMaxRows)) continue;
-      const std::vector<Op> layer = build_layer(use_skinny);
-      const std::string variant = use_skinny ? "skinny " : "";
-      double sum = 0;
-      for (const Op& op : layer) {
-        const double t = time_per_call([&](int) { op.launch(); }, decode ? 20 : 5, stream_);
-        record(std::string("step: ") + variant + op.name, shape, t, op.amount, op.bandwidth);
-        sum += t;
-      }
-      const double t_chain = time_per_call(
-          [&](int) {
-            for (const Op& op : layer) op.launch();
-          },
-          decode ? 10 : 3, stream_);
-      std::printf(
-          "%s step %d %s%s: kernels of one layer %.3f ms alone, %.3f ms as a chain; x %d layers + embedding = "
-          "%.2f ms (chain)\n",
-          decode ? "decode" : "prefill", tokens, decode ? "sequences" : "tokens",
-          use_skinny ? ", skinny GEMM" : ", cuBLASLt", sum * 1e3, t_chain * 1e3, kLayers,
-          (kLayers * t_chain + t_embedding) * 1e3);
+    double sum = 0;
+    for (const Op& op : layer) {
+      const double t = time_per_call([&](int) { op.launch(); }, decode ? 20 : 5, stream_);
+      record(std::string("step: ") + op.name, shape, t, op.amount, op.bandwidth);
+      sum += t;
     }
+    const double t_chain = time_per_call(
+        [&](int) {
+          for (const Op& op : layer) op.launch();
+        },
+        decode ? 10 : 3, stream_);
+    std::printf(
+        "%s step %d %s: kernels of one layer %.3f ms alone, %.3f ms as a chain; x %d layers + embedding = %.2f ms "
+        "(chain)\n",
+        decode ? "decode" : "prefill", tokens, decode ? "sequences" : "tokens", sum * 1e3, t_chain * 1e3, kLayers,
+        (kLayers * t_chain + t_embedding) * 1e3);
   }
 
   // The small per-layer kernels of a batch-1 decode step, timed as graph replays (what a decode graph pays).
@@ -558,7 +502,6 @@ class Bench {
 
   cudaStream_t stream_ = nullptr;
   CublasLtGemm gemm_;
-  DeviceBuffer skinny_partials_, skinny_counters_;  // scratch of the skinny GEMM for tiles shared by blocks
   std::vector<Row> rows_;
 };
 
@@ -568,8 +511,8 @@ class Bench {
 // Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
 // small_ops, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that one case
 // (for profilers), as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES [CONTEXT]]`
-// (not in the default run) break one step down by kernel, the latter after cuBLASLt vs the skinny GEMM on every decode
-// linear at 8-128 rows.
+// (not in the default run) break one step down by kernel, the latter after timing every decode linear at 8, 64 and 128
+// rows (GEMV where it applies, cuBLASLt).
 int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";

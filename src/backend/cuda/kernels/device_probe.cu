@@ -14,14 +14,6 @@ cudaError_t probe_kernel_image() {
   return cudaFuncGetAttributes(&attributes, probe_kernel);
 }
 
-bool device_is_compute_90() {
-  int device = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-}
-
 bool device_supports_pdl() {
   // Asked once per process: the backend drives one device.
   static const bool supported = [] {

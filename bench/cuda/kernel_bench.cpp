@@ -198,6 +198,20 @@ class Bench {
              time_per_call([&](int) { launch_decode_attention(p, stream_, DecodeAttentionKernel::kBulkCopy); }, 20,
                            stream_),
              bytes, true);
+
+    // The same pool as an fp8 cache: random bytes (NaN codes included: the speed does not depend on the values) and
+    // scales, in the bf16 pool's buffers (half their size is used). Bytes: E4M3 data plus one fp32 scale per vector.
+    const size_t vectors = static_cast<size_t>(pool.num_blocks) * kKvHeads * 16;
+    DeviceBuffer k_scales(vectors * 4, "bench"), v_scales(vectors * 4, "bench");
+    fill_random_f32(k_scales.as<float>(), vectors, 13, 0.01f, stream_);
+    fill_random_f32(v_scales.as<float>(), vectors, 14, 0.01f, stream_);
+    p.k_fp8 = pool.k.as<uint8_t>();
+    p.v_fp8 = pool.v.as<uint8_t>();
+    p.k_scales = k_scales.as<float>();
+    p.v_scales = v_scales.as<float>();
+    record("decode attention fp8 cp.async", shape,
+           time_per_call([&](int) { launch_decode_attention(p, stream_); }, 20, stream_),
+           2.0 * sequences * context * kKvHeads * (kHeadDim + 4), true);
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,

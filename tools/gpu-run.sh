@@ -53,10 +53,10 @@ fi
 qinfer=$(find_bin qinfer_bench)
 [[ -z $qinfer ]] && qinfer=$(find_bin qinfer)
 config="$repo/configs/Qwen3-4B-Instruct-2507/config.json"
-run_latency() {  # name batch input output
+run_latency() {  # name batch input output, then extra flags for qinfer bench latency
   local out="$log_dir/latency_$1.json"
   "$qinfer" bench latency --load-format dummy --config "$config" --device cuda --batch "$2" --input-len "$3" \
-    --output-len "$4" --max-model-len 16384 --json >"$out" 2>"$log_dir/latency_$1.log"
+    --output-len "$4" --max-model-len 16384 --json "${@:5}" >"$out" 2>"$log_dir/latency_$1.log"
   local status=$?
   if [[ $status -ne 0 ]]; then
     summary+=("| latency $1 | exit $status, see latency_$1.log |")
@@ -122,9 +122,12 @@ if [[ -n $qinfer ]]; then
   run_latency b1_1k 1 1024 128
   run_latency b1_8k 1 8192 16
   run_latency b64_512 64 512 128
+  run_latency b64_512_fp8kv 64 512 128 --kv-cache-dtype fp8
 fi
 if [[ -n $qinfer && -z ${QUICK:-} ]]; then
   run_throughput 1k_1k_256 --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 --max-model-len 4096
+  run_throughput 1k_1k_256_fp8kv --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 \
+    --max-model-len 4096 --kv-cache-dtype fp8
   run_throughput prefix2k_cached --num-prompts 64 --input-len 2100 --shared-prefix-len 2048 --output-len 16 \
     --max-model-len 4096
   run_throughput prefix2k_uncached --num-prompts 64 --input-len 2100 --shared-prefix-len 2048 --output-len 16 \

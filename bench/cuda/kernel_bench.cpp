@@ -1,6 +1,7 @@
-// Kernel microbenchmarks on Qwen3-4B shapes: decode GEMV (GB/s vs the 4.27 TB/s copy
-// ceiling), cuBLASLt for comparison and for prefill GEMMs (TFLOP/s vs 788), paged decode attention (K+V read
-// bandwidth), causal paged prefill attention (TFLOP/s). Prints one line per measurement and a summary table last.
+// Kernel microbenchmarks on Qwen3-4B shapes: decode GEMV (GB/s vs the 4.27 TB/s copy ceiling), cuBLASLt for
+// comparison and for prefill GEMMs (TFLOP/s vs 788), paged decode attention (K+V read bandwidth), causal paged
+// prefill attention (TFLOP/s), the fp8 KV cache's dequantising gather (bytes moved). Prints one line per measurement
+// and a summary table last.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/kv_dequant_gather.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "backend/cuda/kernels/sampling.h"
@@ -212,6 +214,20 @@ class Bench {
              time_per_call([&](int) { launch_decode_attention(p, stream_, DecodeAttentionKernel::kBulkCopy); }, 20,
                            stream_),
              bytes, true);
+
+    // The same pool as an fp8 cache: random bytes (NaN codes included: the speed does not depend on the values) and
+    // scales, in the bf16 pool's buffers (half their size is used). Bytes: E4M3 data plus one fp32 scale per vector.
+    const size_t vectors = static_cast<size_t>(pool.num_blocks) * kKvHeads * 16;
+    DeviceBuffer k_scales(vectors * 4, "bench"), v_scales(vectors * 4, "bench");
+    fill_random_f32(k_scales.as<float>(), vectors, 13, 0.01f, stream_);
+    fill_random_f32(v_scales.as<float>(), vectors, 14, 0.01f, stream_);
+    p.k_fp8 = pool.k.as<uint8_t>();
+    p.v_fp8 = pool.v.as<uint8_t>();
+    p.k_scales = k_scales.as<float>();
+    p.v_scales = v_scales.as<float>();
+    record("decode attention fp8 cp.async", shape,
+           time_per_call([&](int) { launch_decode_attention(p, stream_); }, 20, stream_),
+           2.0 * sequences * context * kKvHeads * (kHeadDim + 4), true);
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,
@@ -393,6 +409,54 @@ class Bench {
         (kLayers * t_chain + t_embedding) * 1e3);
   }
 
+  // Dequantising gather of one layer's fp8 K/V for a prefill of `context` tokens (block 16) into a bf16 scratch.
+  // Bytes: fp8 data and scales read, bf16 written. Four disjoint scattered block lists rotate over a pool of 4x the
+  // context so that the reads do not come from L2.
+  void kv_gather(int context) {
+    constexpr int kBlock = 16, kCopies = 4;
+    const int blocks = (context + kBlock - 1) / kBlock, pool_blocks = kCopies * blocks;
+    const size_t block_elements = static_cast<size_t>(kKvHeads) * kBlock * kHeadDim;
+    const size_t pool_elements = static_cast<size_t>(pool_blocks) * block_elements;
+    const size_t scale_count = static_cast<size_t>(pool_blocks) * kKvHeads * kBlock;
+    DeviceBuffer k(pool_elements, "bench fp8 K"), v(pool_elements, "bench fp8 V"), k_scales(scale_count * 4, "bench"),
+        v_scales(scale_count * 4, "bench"), k_out(static_cast<size_t>(blocks) * block_elements * 2, "bench"),
+        v_out(static_cast<size_t>(blocks) * block_elements * 2, "bench");
+    // Random bytes (NaN codes included: the conversion's speed does not depend on the values).
+    fill_random_bf16(k.as<__nv_bfloat16>(), pool_elements / 2, 21, 1.0f, stream_);
+    fill_random_bf16(v.as<__nv_bfloat16>(), pool_elements / 2, 22, 1.0f, stream_);
+    fill_random_f32(k_scales.as<float>(), scale_count, 23, 0.01f, stream_);
+    fill_random_f32(v_scales.as<float>(), scale_count, 24, 0.01f, stream_);
+    std::vector<int32_t> src(static_cast<size_t>(pool_blocks)), valid(static_cast<size_t>(blocks), kBlock);
+    int64_t multiplier = 7919;
+    while (std::gcd(multiplier, static_cast<int64_t>(pool_blocks)) != 1) multiplier += 2;
+    for (int i = 0; i < pool_blocks; ++i)
+      src[static_cast<size_t>(i)] = static_cast<int32_t>(i * multiplier % pool_blocks);
+    valid.back() = context - (blocks - 1) * kBlock;
+    DeviceBuffer d_src(src.size() * 4, "bench"), d_valid(valid.size() * 4, "bench");
+    CUDA_CHECK(cudaMemcpy(d_src.data(), src.data(), src.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d_valid.data(), valid.data(), valid.size() * 4, cudaMemcpyHostToDevice));
+    KvDequantGatherParams params;
+    params.k_cache = k.as<uint8_t>();
+    params.v_cache = v.as<uint8_t>();
+    params.k_scales = k_scales.as<float>();
+    params.v_scales = v_scales.as<float>();
+    params.valid_tokens = d_valid.as<int32_t>();
+    params.k_out = k_out.as<__nv_bfloat16>();
+    params.v_out = v_out.as<__nv_bfloat16>();
+    params.num_blocks = blocks;
+    params.num_kv_heads = kKvHeads;
+    params.block_size = kBlock;
+    params.head_dim = kHeadDim;
+    const double t = time_per_call(
+        [&](int i) {
+          params.src_blocks = d_src.as<int32_t>() + static_cast<size_t>(i % kCopies) * blocks;
+          launch_kv_dequant_gather(params, stream_);
+        },
+        20 * kCopies, stream_);
+    const double bytes = 2.0 * blocks * (block_elements * 3.0 + kKvHeads * kBlock * 4.0);
+    record("kv dequant gather", std::to_string(context) + " tokens, 8 kv heads x 128, block 16", t, bytes, true);
+  }
+
   // The small per-layer kernels of a batch-1 decode step, timed as graph replays (what a decode graph pays).
   void decode_small_ops() {
     constexpr int kHidden = 2560, kIntermediate = 9728, kQkvWidth = (kHeads + 2 * kKvHeads) * kHeadDim;
@@ -509,10 +573,10 @@ class Bench {
 }  // namespace qinfer::cuda::bench
 
 // Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
-// small_ops, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that one case
-// (for profilers), as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES [CONTEXT]]`
-// (not in the default run) break one step down by kernel, the latter after timing every decode linear at 8, 64 and 128
-// rows (GEMV where it applies, cuBLASLt).
+// small_ops, kv_gather, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that
+// one case (for profilers), as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES
+// [CONTEXT]]` (not in the default run) break one step down by kernel, the latter after timing every decode linear at
+// 8, 64 and 128 rows (GEMV where it applies, cuBLASLt).
 int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";
@@ -558,6 +622,10 @@ int main(int argc, char** argv) {
     bench.prefill_attention(32768);
   }
   if (wants("small_ops")) bench.decode_small_ops();
+  if (wants("kv_gather")) {
+    bench.kv_gather(8192);
+    bench.kv_gather(32768);
+  }
   if (only == "prefill_step") bench.layer_breakdown(argc > 2 ? std::atoi(argv[2]) : 8192, 0);
   if (only == "decode_step") {
     const int sequences = argc > 2 ? std::atoi(argv[2]) : 64, context = argc > 3 ? std::atoi(argv[3]) : 640;

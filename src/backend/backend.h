@@ -13,6 +13,14 @@
 
 namespace qinfer {
 
+// How K/V vectors are stored in the paged cache. kBf16 is the model dtype (the CPU reference keeps fp32 then);
+// kFp8E4m3 is E4M3 bytes with one fp32 scale per (token, KV head) vector, in the layout and quantisation of
+// util/fp8.h (docs/ARCHITECTURE.md, "The fp8 KV cache").
+enum class KvCacheDtype { kBf16, kFp8E4m3 };
+
+// "bf16" | "fp8_e4m3": the name reports and logs use.
+const char* kv_cache_dtype_name(KvCacheDtype dtype);
+
 struct BackendOptions {
   std::string device = "auto";          // auto | cpu | cuda
   int block_size = 16;                  // tokens per KV block
@@ -23,6 +31,7 @@ struct BackendOptions {
   int64_t kv_cache_bytes = 0;           // CPU: KV pool size (0: 2 GiB, capped by what max_num_seqs sequences can use)
   int num_threads = 0;                  // CPU worker threads (0: all cores)
   bool cuda_graphs = true;
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype
 };
 
 // One sequence's share of a batch. Its tokens occupy positions [num_cached, num_cached + num_tokens).
@@ -46,6 +55,7 @@ struct KvCacheShape {
   int64_t num_blocks = 0;
   int block_size = 0;
   int64_t bytes = 0;
+  KvCacheDtype dtype = KvCacheDtype::kBf16;
 };
 
 class Backend {

@@ -3,6 +3,8 @@
 
 namespace qinfer {
 
+const char* kv_cache_dtype_name(KvCacheDtype dtype) { return dtype == KvCacheDtype::kFp8E4m3 ? "fp8_e4m3" : "bf16"; }
+
 int32_t Batch::num_sampled() const {
   int32_t n = 0;
   for (const auto& s : sequences) n += s.sample ? 1 : 0;

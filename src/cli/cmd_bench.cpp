@@ -162,7 +162,11 @@ void run_latency(const LatencyFlags& f) {
   // Bytes one decode step must read: every weight once (bf16) plus each sequence's K and V at its mean context.
   const double weight_bytes = static_cast<double>(c.num_parameters()) * 2;
   const double mean_context = f.input_len + (f.output_len - 1) / 2.0;
-  const double kv_bytes = f.batch * mean_context * c.num_layers * 2.0 * c.kv_width() * 2;
+  // KV bytes per (token, layer, K or V): kv_width elements of 2 bytes, or 1 byte each plus a 4-byte scale per head.
+  const KvCacheShape kv = backend->kv_cache();
+  const double kv_vector_bytes =
+      kv.dtype == KvCacheDtype::kFp8E4m3 ? c.kv_width() + 4.0 * c.num_kv_heads : 2.0 * c.kv_width();
+  const double kv_bytes = f.batch * mean_context * c.num_layers * 2.0 * kv_vector_bytes;
   const double step_bytes = weight_bytes + kv_bytes;
   const double bandwidth = median > 0 ? step_bytes / median : 0;
   int64_t memory = -1;
@@ -173,6 +177,7 @@ void run_latency(const LatencyFlags& f) {
 
   if (f.json) {
     nlohmann::json j = {{"device", backend->name()},
+                        {"kv_cache_dtype", kv_cache_dtype_name(kv.dtype)},
                         {"batch", f.batch},
                         {"input_len", f.input_len},
                         {"output_len", f.output_len},
@@ -191,8 +196,8 @@ void run_latency(const LatencyFlags& f) {
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
-  std::printf("qinfer bench latency: %s, batch %d, input %d, output %d\n", backend->name().c_str(), f.batch,
-              f.input_len, f.output_len);
+  std::printf("qinfer bench latency: %s, KV cache %s, batch %d, input %d, output %d\n", backend->name().c_str(),
+              kv_cache_dtype_name(kv.dtype), f.batch, f.input_len, f.output_len);
   std::printf("  prefill: %.0f tokens in %.2f ms = %.1f K tok/s; TTFT %.2f ms\n", prefill_tokens,
               run.prefill_seconds * 1e3, prefill_tokens / run.prefill_seconds / 1e3, run.ttft_seconds * 1e3);
   if (!steps.empty()) {

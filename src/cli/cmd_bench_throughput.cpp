@@ -55,14 +55,15 @@ void run_bench_throughput(const ThroughputFlags& f) {
   nlohmann::json out = report.to_json();
   out["backend"] = backend->name();
   out["kv_cache_blocks"] = backend->kv_cache().num_blocks;
+  out["kv_cache_dtype"] = kv_cache_dtype_name(backend->kv_cache().dtype);
   if (f.json) {
     std::printf("%s\n", out.dump().c_str());
     return;
   }
-  std::printf("bench throughput on %s: %lld requests, %lld input + %lld output tokens in %.2f s\n",
-              backend->name().c_str(), static_cast<long long>(report.requests),
-              static_cast<long long>(report.input_tokens), static_cast<long long>(report.output_tokens),
-              report.elapsed_s);
+  std::printf("bench throughput on %s (KV cache %s): %lld requests, %lld input + %lld output tokens in %.2f s\n",
+              backend->name().c_str(), kv_cache_dtype_name(backend->kv_cache().dtype),
+              static_cast<long long>(report.requests), static_cast<long long>(report.input_tokens),
+              static_cast<long long>(report.output_tokens), report.elapsed_s);
   std::printf("  %.2f requests/s, %.1f output tok/s, %.1f total tok/s\n", out["requests_per_s"].get<double>(),
               out["output_tokens_per_s"].get<double>(), out["total_tokens_per_s"].get<double>());
   std::printf(

@@ -37,6 +37,16 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
       ->check(CLI::Range(0.05, 0.99))
       ->capture_default_str();
   cmd.add_option("--block-size", o.block_size, "Tokens per KV-cache block")->capture_default_str();
+  // A value outside the list is a usage error naming the flag and the accepted values (CLI11's exit code).
+  cmd.add_option_function<std::string>(
+         "--kv-cache-dtype",
+         [&o](const std::string& value) {
+           o.kv_cache_dtype = value == "fp8" || value == "fp8_e4m3" ? KvCacheDtype::kFp8E4m3 : KvCacheDtype::kBf16;
+         },
+         "KV cache storage: auto | bf16 (the model dtype) | fp8 = fp8_e4m3 (E4M3 with a scale per token and KV head: "
+         "half the bytes, twice the blocks)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8", "fp8_e4m3"}))
+      ->default_str("auto");
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
   cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
 }

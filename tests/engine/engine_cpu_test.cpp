@@ -1,8 +1,10 @@
 // Batch invariance on the CPU backend with the generated tiny model: every request's output from the engine —
 // batched with others, with or without prefix-cache hits, chunked prefill and forced preemption — must equal what a
-// plain loop produces running that request alone (whole-prompt prefill, then one decode step per token).
+// plain loop produces running that request alone (whole-prompt prefill, then one decode step per token). Each case
+// runs with the fp32 reference KV cache and with the fp8 (E4M3) one.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <numeric>
 
@@ -23,8 +25,9 @@ std::shared_ptr<const LoadedModel> tiny_model() {
   return model;
 }
 
-std::unique_ptr<Backend> cpu_backend(int64_t kv_cache_bytes = 0) {
+std::unique_ptr<Backend> cpu_backend(KvCacheDtype dtype, int64_t kv_cache_bytes = 0) {
   BackendOptions options;
+  options.kv_cache_dtype = dtype;
   options.device = "cpu";
   options.block_size = kBlockSize;
   options.max_model_len = kMaxModelLen;
@@ -101,54 +104,64 @@ std::vector<std::vector<int32_t>> engine_outputs(Backend& backend, EngineOptions
   return outputs;
 }
 
-class EngineCpu : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto backend = cpu_backend();
-    expected_ = new std::vector<std::vector<int32_t>>;
-    for (const GenerationRequest& request : requests()) expected_->push_back(solo_reference(*backend, request));
+// The solo reference of each KV cache dtype, computed once.
+const std::vector<std::vector<int32_t>>& solo_outputs(KvCacheDtype dtype) {
+  static std::map<KvCacheDtype, std::vector<std::vector<int32_t>>> cache;
+  auto [it, inserted] = cache.try_emplace(dtype);
+  if (inserted) {
+    auto backend = cpu_backend(dtype);
+    for (const GenerationRequest& request : requests()) it->second.push_back(solo_reference(*backend, request));
   }
-  static void TearDownTestSuite() { delete expected_; }
-  static std::vector<std::vector<int32_t>>* expected_;
-};
-std::vector<std::vector<int32_t>>* EngineCpu::expected_ = nullptr;
+  return it->second;
+}
 
-TEST_F(EngineCpu, BatchedWithPrefixCachingAndChunkedPrefillMatchesSolo) {
-  auto backend = cpu_backend();
+class EngineCpu : public ::testing::TestWithParam<KvCacheDtype> {
+ protected:
+  std::unique_ptr<Backend> make_backend(int64_t kv_cache_bytes = 0) { return cpu_backend(GetParam(), kv_cache_bytes); }
+  const std::vector<std::vector<int32_t>>& expected() { return solo_outputs(GetParam()); }
+};
+
+TEST_P(EngineCpu, BatchedWithPrefixCachingAndChunkedPrefillMatchesSolo) {
+  auto backend = make_backend();
   EngineOptions options;
   options.max_num_seqs = 8;
   options.max_num_batched_tokens = 24;  // prompts of up to 60 tokens go in chunks next to decodes
   EngineStats stats;
-  EXPECT_EQ(engine_outputs(*backend, options, &stats), *expected_);
+  EXPECT_EQ(engine_outputs(*backend, options, &stats), expected());
   EXPECT_GT(stats.blocks.prefix_hit_tokens, 0);
   EXPECT_GT(stats.scheduler.scheduled_sequences, stats.scheduler.steps);  // really batched
 }
 
-TEST_F(EngineCpu, NoPrefixCachingNoChunkingMatchesSolo) {
-  auto backend = cpu_backend();
+TEST_P(EngineCpu, NoPrefixCachingNoChunkingMatchesSolo) {
+  auto backend = make_backend();
   EngineOptions options;
   options.max_num_seqs = 8;
   options.max_num_batched_tokens = kMaxModelLen;
   options.enable_prefix_caching = false;
   options.enable_chunked_prefill = false;
   EngineStats stats;
-  EXPECT_EQ(engine_outputs(*backend, options, &stats), *expected_);
+  EXPECT_EQ(engine_outputs(*backend, options, &stats), expected());
   EXPECT_EQ(stats.blocks.prefix_hit_tokens, 0);
 }
 
-TEST_F(EngineCpu, ForcedPreemptionMatchesSolo) {
-  auto probe = cpu_backend();
+TEST_P(EngineCpu, ForcedPreemptionMatchesSolo) {
+  auto probe = make_backend();
   int64_t bytes_per_block = probe->kv_cache().bytes / probe->kv_cache().num_blocks;
   probe.reset();
-  auto backend = cpu_backend(8 * bytes_per_block);  // 8 blocks of 16 tokens for six sequences of up to 72 tokens
+  auto backend = make_backend(8 * bytes_per_block);  // 8 blocks of 16 tokens for six sequences of up to 72 tokens
   ASSERT_EQ(backend->kv_cache().num_blocks, 8);
   EngineOptions options;
   options.max_num_seqs = 8;
   options.max_num_batched_tokens = 32;
   EngineStats stats;
-  EXPECT_EQ(engine_outputs(*backend, options, &stats), *expected_);
+  EXPECT_EQ(engine_outputs(*backend, options, &stats), expected());
   EXPECT_GT(stats.scheduler.preemptions, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(KvCacheDtypes, EngineCpu, ::testing::Values(KvCacheDtype::kBf16, KvCacheDtype::kFp8E4m3),
+                         [](const ::testing::TestParamInfo<KvCacheDtype>& info) {
+                           return info.param == KvCacheDtype::kFp8E4m3 ? "Fp8" : "Bf16";
+                         });
 
 }  // namespace
 }  // namespace qinfer

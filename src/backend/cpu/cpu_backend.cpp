@@ -23,20 +23,17 @@ CpuBackend::CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOp
     throw Error(ErrorKind::kInvalidArgument, "--max-model-len " + std::to_string(max_model_len_) +
                                                  " exceeds the model's max_position_embeddings " +
                                                  std::to_string(c.max_position_embeddings));
-  const int64_t bytes_per_block = int64_t{2} * c.num_layers * options.block_size * c.kv_width() * 4;
+  const int64_t bytes_per_block =
+      CpuKvCache::block_bytes(options.kv_cache_dtype, c.num_layers, options.block_size, c.num_kv_heads, c.head_dim);
   int64_t bytes = options.kv_cache_bytes > 0 ? options.kv_cache_bytes : kDefaultKvBytes;
   const int64_t blocks_per_seq = (max_model_len_ + options.block_size - 1) / options.block_size;
   int64_t num_blocks = std::min(bytes / bytes_per_block, blocks_per_seq * std::max(1, options.max_num_seqs));
   if (num_blocks < 1)
     throw Error(ErrorKind::kOutOfMemory, "KV cache of " + std::to_string(bytes) + " bytes holds no block of " +
                                              std::to_string(bytes_per_block) + " bytes");
-  kv_shape_ = {num_blocks, options.block_size, num_blocks * bytes_per_block};
-  // Uninitialised on purpose: pages are touched only when blocks are used.
-  const size_t floats_per_layer = static_cast<size_t>(num_blocks) * options.block_size * c.kv_width();
-  for (int l = 0; l < c.num_layers; ++l) {
-    k_cache_.push_back({std::unique_ptr<float[]>(new float[floats_per_layer])});
-    v_cache_.push_back({std::unique_ptr<float[]>(new float[floats_per_layer])});
-  }
+  kv_shape_ = {num_blocks, options.block_size, num_blocks * bytes_per_block, options.kv_cache_dtype};
+  kv_cache_ = std::make_unique<CpuKvCache>(options.kv_cache_dtype, c.num_layers, num_blocks, options.block_size,
+                                           c.num_kv_heads, c.head_dim);
   inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
   cpu::rope_inv_freq(c.rope_theta, c.head_dim, inv_freq_.data());
 }
@@ -50,8 +47,8 @@ void CpuBackend::write_kv(const Batch& batch, int layer, const float* k, const f
       const int64_t pos = static_cast<int64_t>(s.num_cached) + i;
       const int64_t block = s.block_table[static_cast<size_t>(pos / bs)];
       const int offset = static_cast<int>(pos % bs);
-      std::copy_n(k + t * kv_width, kv_width, k_cache_[static_cast<size_t>(layer)].slot(block, offset, bs, kv_width));
-      std::copy_n(v + t * kv_width, kv_width, v_cache_[static_cast<size_t>(layer)].slot(block, offset, bs, kv_width));
+      kv_cache_->write(layer, CpuKvCache::Part::kKey, block, offset, k + t * kv_width);
+      kv_cache_->write(layer, CpuKvCache::Part::kValue, block, offset, v + t * kv_width);
     }
   }
 }
@@ -59,18 +56,17 @@ void CpuBackend::write_kv(const Batch& batch, int layer, const float* k, const f
 void CpuBackend::attention_layer(const Batch& batch, int layer, const std::vector<int64_t>& token_positions,
                                  const float* q, float* out) {
   const ModelConfig& c = model_->config;
-  const int d = c.head_dim, kv_width = c.kv_width(), group = c.num_heads / c.num_kv_heads;
+  const int d = c.head_dim, group = c.num_heads / c.num_kv_heads;
   const int bs = kv_shape_.block_size;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   // token -> its sequence's block table
   std::vector<const BatchSequence*> owner;
   for (const BatchSequence& s : batch.sequences) owner.insert(owner.end(), static_cast<size_t>(s.num_tokens), &s);
-  KvPool& kp = k_cache_[static_cast<size_t>(layer)];
-  KvPool& vp = v_cache_[static_cast<size_t>(layer)];
   const size_t tasks = owner.size() * static_cast<size_t>(c.num_heads);
   pool_.parallel_for(tasks, [&](size_t begin, size_t end) {
     std::vector<float> scores;
     std::vector<double> acc(static_cast<size_t>(d));
+    std::vector<float> dequantized(static_cast<size_t>(d));  // one K or V vector read from an fp8 cache
     for (size_t task = begin; task < end; ++task) {
       const size_t t = task / static_cast<size_t>(c.num_heads);
       const int h = static_cast<int>(task % static_cast<size_t>(c.num_heads));
@@ -81,7 +77,8 @@ void CpuBackend::attention_layer(const Batch& batch, int layer, const std::vecto
       scores.resize(static_cast<size_t>(pos + 1));
       float max_score = -INFINITY;
       for (int64_t j = 0; j <= pos; ++j) {
-        const float* kj = kp.slot(table[static_cast<size_t>(j / bs)], static_cast<int>(j % bs), bs, kv_width) + g * d;
+        const float* kj = kv_cache_->read(layer, CpuKvCache::Part::kKey, table[static_cast<size_t>(j / bs)],
+                                          static_cast<int>(j % bs), g, dequantized.data());
         scores[static_cast<size_t>(j)] = cpu::dot(qh, kj, d) * scale;
         max_score = std::max(max_score, scores[static_cast<size_t>(j)]);
       }
@@ -89,7 +86,8 @@ void CpuBackend::attention_layer(const Batch& batch, int layer, const std::vecto
       for (float& s : scores) sum += s = std::exp(s - max_score);
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t j = 0; j <= pos; ++j) {
-        const float* vj = vp.slot(table[static_cast<size_t>(j / bs)], static_cast<int>(j % bs), bs, kv_width) + g * d;
+        const float* vj = kv_cache_->read(layer, CpuKvCache::Part::kValue, table[static_cast<size_t>(j / bs)],
+                                          static_cast<int>(j % bs), g, dequantized.data());
         const double w = scores[static_cast<size_t>(j)];
         for (int i = 0; i < d; ++i) acc[static_cast<size_t>(i)] += w * vj[i];
       }

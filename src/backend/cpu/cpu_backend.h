@@ -1,11 +1,13 @@
 // The CPU reference backend: the exact Qwen3 math of transformers' modeling_qwen3 in fp32 over a paged fp32 KV
-// cache. It defines what the CUDA backend must compute and runs the test suite where no GPU exists.
+// cache (or, with KvCacheDtype::kFp8E4m3, the fp8 cache of the CUDA backend, dequantised when read). It defines what
+// the CUDA backend must compute and runs the test suite where no GPU exists.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_kv_cache.h"
 #include "util/thread_pool.h"
 
 namespace qinfer {
@@ -21,15 +23,10 @@ class CpuBackend final : public Backend {
   std::vector<SampleResult> step(const Batch& batch) override;
   std::vector<float> forward_logits(const Batch& batch) override;
 
- private:
-  // Per-layer K or V pool: [num_blocks, block_size, num_kv_heads, head_dim].
-  struct KvPool {
-    std::unique_ptr<float[]> data;
-    float* slot(int64_t block, int offset, int block_size, int kv_width) {
-      return data.get() + (block * block_size + offset) * kv_width;
-    }
-  };
+  // For tests: the cache as stored (fp32 or fp8 with scales).
+  const CpuKvCache& stored_kv_cache() const { return *kv_cache_; }
 
+ private:
   void attention_layer(const Batch& batch, int layer, const std::vector<int64_t>& token_positions, const float* q,
                        float* out);
   void write_kv(const Batch& batch, int layer, const float* k, const float* v);
@@ -38,8 +35,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   int max_model_len_ = 0;
   KvCacheShape kv_shape_;
-  std::vector<KvPool> k_cache_;  // [num_layers]
-  std::vector<KvPool> v_cache_;  // [num_layers]
+  std::unique_ptr<CpuKvCache> kv_cache_;
   std::vector<float> inv_freq_;  // [head_dim / 2]
 };
 

@@ -18,10 +18,12 @@
 #include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/kv_dequant_gather.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "backend/cuda/kernels/sampling.h"
 #include "backend/cuda/kernels/swiglu.h"
+#include "backend/cuda/kv_gather_plan.h"
 #include "backend/cuda/upload_arena.h"
 #include "backend/cuda/workspace.h"
 #include "util/error.h"
@@ -51,6 +53,8 @@ struct DeviceBatch {
   const int32_t* block_tables;
   const int32_t *decode_table_rows, *decode_q_rows, *decode_context_lens;
   const int32_t *prefill_table_rows, *prefill_q_starts, *prefill_q_lens, *prefill_cached_lens;
+  // fp8 cache: the KvGatherPlan of the prefill sequences (null otherwise)
+  const int32_t *gather_src_blocks, *gather_valid_tokens, *gather_tables, *gather_table_rows;
   const int32_t* sample_rows;
   const cuda::DeviceSamplingParams* sampling_params;
   const cuda::PenaltyEntry* penalties;
@@ -71,17 +75,29 @@ class CudaBackend final : public Backend {
  private:
   // Validates the batch and builds its plan; throws Error(kInvalidArgument) for batches over the backend's limits.
   cuda::BatchPlan make_plan(const Batch& batch) const;
-  // Copies the plan's metadata to the device (one transfer on the stream).
-  DeviceBatch upload(const cuda::BatchPlan& plan);
+  // With an fp8 cache and prefill sequences in the plan: which cache blocks each group of them gathers into the bf16
+  // scratch (kv_gather_plan.h); null otherwise. Valid until the next call.
+  const cuda::KvGatherPlan* plan_gather(const cuda::BatchPlan& plan);
+  // Copies the plan's metadata (and the gather plan's, if any) to the device (one transfer on the stream).
+  DeviceBatch upload(const cuda::BatchPlan& plan, const cuda::KvGatherPlan* gather);
   // Enqueues the model over the plan and leaves the logits of the sampled rows in workspace_->logits. Decode attention
   // splits are planned for contexts up to `split_context`. Only enqueues work on stream_ (capturable).
-  void enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch& d, int split_context);
+  void enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch& d, int split_context,
+                       const cuda::KvGatherPlan* gather);
+  // Prefill attention of one layer over the fp8 cache: per gather group, its blocks dequantised into the scratch, then
+  // the bf16 prefill kernel over the scratch through the group's remapped tables.
+  void enqueue_fp8_prefill_attention(int layer, const cuda::PrefillAttentionParams& prefill,
+                                     const cuda::KvGatherPlan& gather, const DeviceBatch& d);
   // Enqueues sampling of `rows` logits rows and the copy of their results to workspace_->host_results.
   void enqueue_sampling(int rows, const DeviceBatch& d);
   void linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32 = false);
   void warm_up_gemms();
+  bool fp8() const { return kv_shape_.dtype == KvCacheDtype::kFp8E4m3; }
+  // bf16 cache: layer's K or V pool. fp8 cache: its E4M3 bytes and scales.
   bf16* k_cache(int layer) const;
   bf16* v_cache(int layer) const;
+  uint8_t* fp8_data(int layer, int part) const;  // part 0: K, 1: V
+  float* fp8_scales(int layer, int part) const;
 
   std::shared_ptr<const LoadedModel> model_;
   BackendOptions options_;
@@ -91,9 +107,15 @@ class CudaBackend final : public Backend {
   cuda::GpuWeights weights_;
   std::unique_ptr<cuda::Workspace> workspace_;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
-  cuda::DeviceBuffer inv_freq_;  // [head_dim / 2] RoPE frequencies
-  cuda::DeviceBuffer kv_pool_;   // [num_layers][2][num_blocks, num_kv_heads, block_size, head_dim] bf16
-  size_t kv_layer_elements_ = 0;
+  cuda::DeviceBuffer inv_freq_;   // [head_dim / 2] RoPE frequencies
+  cuda::DeviceBuffer kv_pool_;    // [num_layers][2][num_blocks, num_kv_heads, block_size, head_dim] bf16 or E4M3
+  cuda::DeviceBuffer kv_scales_;  // fp8: [num_layers][2][num_blocks, num_kv_heads, block_size] fp32
+  size_t kv_layer_elements_ = 0;  // elements of one layer's K (or V) pool
+  size_t kv_layer_vectors_ = 0;   // (token, KV head) vectors of one layer's K (or V) pool
+  // fp8: the bf16 pool that prefill attention reads, [K|V][gather_scratch_blocks_, num_kv_heads, block_size, head_dim]
+  cuda::DeviceBuffer gather_scratch_;
+  int gather_scratch_blocks_ = 0;
+  cuda::KvGatherPlanner gather_planner_;
   KvCacheShape kv_shape_;
   int max_model_len_ = 0;
   cuda::UploadArena arena_;
@@ -148,35 +170,55 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   inv_freq_ = cuda::DeviceBuffer(inv_freq.size() * 4, "RoPE table");
   CUDA_CHECK(cudaMemcpy(inv_freq_.data(), inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice));
 
-  // KV cache: what is left of the memory budget after weights and activations.
+  // fp8: the prefill scratch holds at least one sequence of max_model_len, or one full batch of new tokens; it is
+  // allocated before the pool is sized so that the pool takes what is left.
+  const bool fp8_cache = options.kv_cache_dtype == KvCacheDtype::kFp8E4m3;
+  const int64_t blocks_needed = (max_model_len_ + options.block_size - 1) / options.block_size;
+  if (fp8_cache) {
+    gather_scratch_blocks_ = static_cast<int>(std::max<int64_t>(
+        blocks_needed,
+        (options.max_num_batched_tokens + options.block_size - 1) / options.block_size + options.max_num_seqs));
+    gather_scratch_ = cuda::DeviceBuffer(static_cast<size_t>(gather_scratch_blocks_) * 2 * c.num_kv_heads *
+                                             options.block_size * c.head_dim * sizeof(bf16),
+                                         "fp8 KV prefill scratch");
+  }
+
+  // KV cache: what is left of the memory budget after weights, activations and the prefill scratch. A block of one
+  // layer's K or V is num_kv_heads * block_size vectors of head_dim elements (bf16, or E4M3 plus an fp32 scale).
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t block_bytes =
-      static_cast<size_t>(c.num_layers) * 2 * c.num_kv_heads * options.block_size * c.head_dim * 2;
+  const size_t vector_bytes = fp8_cache ? static_cast<size_t>(c.head_dim) + 4 : static_cast<size_t>(c.head_dim) * 2;
+  const size_t block_bytes = static_cast<size_t>(c.num_layers) * 2 * c.num_kv_heads * options.block_size * vector_bytes;
   const double used = static_cast<double>(total_bytes - free_bytes);
   const double budget = options.kv_cache_bytes > 0
                             ? static_cast<double>(options.kv_cache_bytes)
                             : options.gpu_memory_utilization * static_cast<double>(total_bytes) - used;
-  const int64_t blocks_needed = (max_model_len_ + options.block_size - 1) / options.block_size;
   const int64_t num_blocks = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) - 1 : 0;
+  const std::string dtype_name = kv_cache_dtype_name(options.kv_cache_dtype);
   if (num_blocks < blocks_needed || budget > static_cast<double>(free_bytes))
     throw Error(ErrorKind::kOutOfMemory,
-                "KV cache does not fit: one sequence of max_model_len " + std::to_string(max_model_len_) + " needs " +
+                "KV cache (" + dtype_name + ") does not fit: one sequence of max_model_len " +
+                    std::to_string(max_model_len_) + " needs " +
                     gib(static_cast<double>(blocks_needed) * static_cast<double>(block_bytes)) + ", the budget is " +
                     gib(std::max(0.0, budget)) + " (gpu_memory_utilization " +
                     std::to_string(options.gpu_memory_utilization) + " of " + gib(static_cast<double>(total_bytes)) +
                     ", in use " + gib(used) + ": weights " + gib(static_cast<double>(weights_.bytes)) +
-                    ", activations " + gib(static_cast<double>(workspace_->bytes)) + "; free " +
-                    gib(static_cast<double>(free_bytes)) +
+                    ", activations " + gib(static_cast<double>(workspace_->bytes)) +
+                    (fp8_cache ? ", fp8 prefill scratch " + gib(static_cast<double>(gather_scratch_.bytes())) : "") +
+                    "; free " + gib(static_cast<double>(free_bytes)) +
                     "). Lower --max-model-len or raise --gpu-memory-utilization.");
   // One block more than the cache exposes: the scratch block that padding rows of decode graphs write.
   scratch_block_ = static_cast<int32_t>(num_blocks);
-  kv_layer_elements_ = static_cast<size_t>(num_blocks + 1) * c.num_kv_heads * options.block_size * c.head_dim;
-  kv_pool_ = cuda::DeviceBuffer(kv_layer_elements_ * 2 * 2 * c.num_layers, "KV cache");
-  kv_shape_ = {num_blocks, options.block_size, static_cast<int64_t>(kv_pool_.bytes())};
-  spdlog::info("{}: weights {}, activations {}, KV cache {} ({} blocks of {} tokens)", name_,
-               gib(static_cast<double>(weights_.bytes)), gib(static_cast<double>(workspace_->bytes)),
-               gib(static_cast<double>(kv_pool_.bytes())), num_blocks, options.block_size);
+  kv_layer_vectors_ = static_cast<size_t>(num_blocks + 1) * c.num_kv_heads * options.block_size;
+  kv_layer_elements_ = kv_layer_vectors_ * c.head_dim;
+  kv_pool_ = cuda::DeviceBuffer(kv_layer_elements_ * 2 * c.num_layers * (fp8_cache ? 1 : sizeof(bf16)), "KV cache");
+  if (fp8_cache) kv_scales_ = cuda::DeviceBuffer(kv_layer_vectors_ * 2 * c.num_layers * 4, "fp8 KV cache scales");
+  kv_shape_ = {num_blocks, options.block_size, static_cast<int64_t>(kv_pool_.bytes() + kv_scales_.bytes()),
+               options.kv_cache_dtype};
+  spdlog::info("{}: weights {}, activations {}, KV cache {} {} ({} blocks of {} tokens){}", name_,
+               gib(static_cast<double>(weights_.bytes)), gib(static_cast<double>(workspace_->bytes)), dtype_name,
+               gib(static_cast<double>(kv_shape_.bytes)), num_blocks, options.block_size,
+               fp8_cache ? ", fp8 prefill scratch " + gib(static_cast<double>(gather_scratch_.bytes())) : "");
 }
 
 CudaBackend::~CudaBackend() {
@@ -188,6 +230,12 @@ CudaBackend::~CudaBackend() {
 
 bf16* CudaBackend::k_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * layer) * kv_layer_elements_; }
 bf16* CudaBackend::v_cache(int layer) const { return kv_pool_.as<bf16>() + (2 * layer + 1) * kv_layer_elements_; }
+uint8_t* CudaBackend::fp8_data(int layer, int part) const {
+  return kv_pool_.as<uint8_t>() + (2 * layer + part) * kv_layer_elements_;
+}
+float* CudaBackend::fp8_scales(int layer, int part) const {
+  return kv_scales_.as<float>() + (2 * layer + part) * kv_layer_vectors_;
+}
 
 // CUDA loads kernel modules lazily: the first launch of each cuBLASLt kernel costs milliseconds, which a request would
 // otherwise pay as TTFT the first time its token count falls in a new bucket. Timing the candidates of every bucket and
@@ -244,7 +292,12 @@ cuda::BatchPlan CudaBackend::make_plan(const Batch& batch) const {
   return cuda::plan_batch(batch, kv_shape_.block_size, model_->config.vocab_size);
 }
 
-DeviceBatch CudaBackend::upload(const cuda::BatchPlan& plan) {
+const cuda::KvGatherPlan* CudaBackend::plan_gather(const cuda::BatchPlan& plan) {
+  if (!fp8() || plan.prefill_q_lens.empty()) return nullptr;
+  return &gather_planner_.plan(plan, kv_shape_.block_size, gather_scratch_blocks_);
+}
+
+DeviceBatch CudaBackend::upload(const cuda::BatchPlan& plan, const cuda::KvGatherPlan* gather) {
   arena_.begin();
   const size_t h_token_ids = arena_.add(plan.token_ids), h_positions = arena_.add(plan.positions),
                h_slots = arena_.add(plan.slots), h_tables = arena_.add(plan.block_tables),
@@ -253,7 +306,15 @@ DeviceBatch CudaBackend::upload(const cuda::BatchPlan& plan) {
                h_pre_start = arena_.add(plan.prefill_q_starts), h_pre_len = arena_.add(plan.prefill_q_lens),
                h_pre_cached = arena_.add(plan.prefill_cached_lens), h_sample = arena_.add(plan.sample_rows),
                h_params = arena_.add(plan.sampling_params), h_penalties = arena_.add(plan.penalties);
+  size_t h_src_blocks = 0, h_valid_tokens = 0, h_gather_tables = 0, h_gather_rows = 0;
+  if (gather != nullptr) {
+    h_src_blocks = arena_.add(gather->src_blocks);
+    h_valid_tokens = arena_.add(gather->valid_tokens);
+    h_gather_tables = arena_.add(gather->scratch_tables);
+    h_gather_rows = arena_.add(gather->scratch_table_rows);
+  }
   arena_.upload(stream_);
+  const auto gathered = [&](size_t handle) { return gather ? arena_.device<int32_t>(handle) : nullptr; };
   return {arena_.device<int32_t>(h_token_ids),
           arena_.device<int32_t>(h_positions),
           arena_.device<int64_t>(h_slots),
@@ -265,12 +326,17 @@ DeviceBatch CudaBackend::upload(const cuda::BatchPlan& plan) {
           arena_.device<int32_t>(h_pre_start),
           arena_.device<int32_t>(h_pre_len),
           arena_.device<int32_t>(h_pre_cached),
+          gathered(h_src_blocks),
+          gathered(h_valid_tokens),
+          gathered(h_gather_tables),
+          gathered(h_gather_rows),
           arena_.device<int32_t>(h_sample),
           arena_.device<cuda::DeviceSamplingParams>(h_params),
           arena_.device<cuda::PenaltyEntry>(h_penalties)};
 }
 
-void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch& d, int split_context) {
+void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch& d, int split_context,
+                                  const cuda::KvGatherPlan* gather) {
   const ModelConfig& c = model_->config;
   cuda::Workspace& w = *workspace_;
   const int tokens = plan.num_tokens, hidden = c.hidden_size, inter = c.intermediate_size;
@@ -343,8 +409,15 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
     rope.k_norm = lw.k_norm;
     rope.inv_freq = inv_freq_.as<float>();
     rope.q_out = w.q.as<bf16>();
-    rope.k_cache = k_cache(l);
-    rope.v_cache = v_cache(l);
+    if (fp8()) {
+      rope.k_fp8 = fp8_data(l, 0);
+      rope.v_fp8 = fp8_data(l, 1);
+      rope.k_scales = fp8_scales(l, 0);
+      rope.v_scales = fp8_scales(l, 1);
+    } else {
+      rope.k_cache = k_cache(l);
+      rope.v_cache = v_cache(l);
+    }
     rope.num_tokens = tokens;
     rope.num_heads = c.num_heads;
     rope.num_kv_heads = c.num_kv_heads;
@@ -353,10 +426,19 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
     rope.eps = eps;
     cuda::launch_qk_norm_rope_cache_write(rope, stream_);
 
-    decode.k_cache = prefill.k_cache = k_cache(l);
-    decode.v_cache = prefill.v_cache = v_cache(l);
-    cuda::launch_decode_attention(decode, stream_);
-    cuda::launch_prefill_attention(prefill, stream_);
+    if (fp8()) {
+      decode.k_fp8 = fp8_data(l, 0);
+      decode.v_fp8 = fp8_data(l, 1);
+      decode.k_scales = fp8_scales(l, 0);
+      decode.v_scales = fp8_scales(l, 1);
+      cuda::launch_decode_attention(decode, stream_);
+      if (gather != nullptr) enqueue_fp8_prefill_attention(l, prefill, *gather, d);
+    } else {
+      decode.k_cache = prefill.k_cache = k_cache(l);
+      decode.v_cache = prefill.v_cache = v_cache(l);
+      cuda::launch_decode_attention(decode, stream_);
+      cuda::launch_prefill_attention(prefill, stream_);
+    }
     linear(w.attention.as<bf16>(), tokens, lw.o_proj, hidden, c.q_width(), w.delta.data());
 
     norm.delta = w.delta.as<bf16>();
@@ -386,6 +468,41 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   final_norm.eps = eps;
   cuda::launch_fused_add_rmsnorm(final_norm, stream_);
   linear(w.final_normed.as<bf16>(), sampled, weights_.lm_head, c.vocab_size, hidden, w.logits.data(), true);
+}
+
+void CudaBackend::enqueue_fp8_prefill_attention(int layer, const cuda::PrefillAttentionParams& prefill,
+                                                const cuda::KvGatherPlan& gather, const DeviceBatch& d) {
+  const ModelConfig& c = model_->config;
+  const size_t scratch_elements =
+      static_cast<size_t>(gather_scratch_blocks_) * c.num_kv_heads * kv_shape_.block_size * c.head_dim;
+  cuda::KvDequantGatherParams copy;
+  copy.k_cache = fp8_data(layer, 0);
+  copy.v_cache = fp8_data(layer, 1);
+  copy.k_scales = fp8_scales(layer, 0);
+  copy.v_scales = fp8_scales(layer, 1);
+  copy.k_out = gather_scratch_.as<bf16>();
+  copy.v_out = gather_scratch_.as<bf16>() + scratch_elements;
+  copy.num_kv_heads = c.num_kv_heads;
+  copy.block_size = kv_shape_.block_size;
+  copy.head_dim = c.head_dim;
+  cuda::PrefillAttentionParams group_attention = prefill;
+  group_attention.k_cache = copy.k_out;
+  group_attention.v_cache = copy.v_out;
+  group_attention.block_tables = d.gather_tables;
+  group_attention.block_table_stride = gather.table_stride;
+  group_attention.pool_blocks = gather_scratch_blocks_;
+  for (const cuda::KvGatherGroup& group : gather.groups) {
+    copy.src_blocks = d.gather_src_blocks + group.block_begin;
+    copy.valid_tokens = d.gather_valid_tokens + group.block_begin;
+    copy.num_blocks = group.num_blocks;
+    cuda::launch_kv_dequant_gather(copy, stream_);
+    group_attention.table_rows = d.gather_table_rows + group.first;
+    group_attention.q_starts = d.prefill_q_starts + group.first;
+    group_attention.q_lens = d.prefill_q_lens + group.first;
+    group_attention.cached_lens = d.prefill_cached_lens + group.first;
+    group_attention.num_prefill = group.last - group.first;
+    cuda::launch_prefill_attention(group_attention, stream_);
+  }
 }
 
 void CudaBackend::enqueue_sampling(int rows, const DeviceBatch& d) {
@@ -431,10 +548,11 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
   }
   if (use_graph)
     cuda::pad_decode_plan(plan, key.padded_sequences, key.block_table_stride, scratch_block_, kv_shape_.block_size);
-  const DeviceBatch d = upload(plan);
+  const cuda::KvGatherPlan* gather = plan_gather(plan);
+  const DeviceBatch d = upload(plan, gather);
   const int rows = static_cast<int>(plan.sample_rows.size());
   auto enqueue = [&] {
-    enqueue_forward(plan, d, use_graph ? key.context_bucket : plan.max_decode_context);
+    enqueue_forward(plan, d, use_graph ? key.context_bucket : plan.max_decode_context, gather);
     enqueue_sampling(rows, d);
   };
   if (use_graph) {
@@ -463,8 +581,9 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
 
 std::vector<float> CudaBackend::forward_logits(const Batch& batch) {
   const cuda::BatchPlan plan = make_plan(batch);
-  const DeviceBatch d = upload(plan);
-  enqueue_forward(plan, d, plan.max_decode_context);
+  const cuda::KvGatherPlan* gather = plan_gather(plan);
+  const DeviceBatch d = upload(plan, gather);
+  enqueue_forward(plan, d, plan.max_decode_context, gather);
   std::vector<float> logits(plan.sample_rows.size() * static_cast<size_t>(model_->config.vocab_size));
   CUDA_CHECK(
       cudaMemcpyAsync(logits.data(), workspace_->logits.data(), logits.size() * 4, cudaMemcpyDeviceToHost, stream_));

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "gpu_test_util.h"
+#include "util/fp8.h"
 
 namespace qinfer::cuda {
 namespace {
@@ -57,8 +59,33 @@ struct PagedCache {
     return static_cast<size_t>(((block * shape.num_kv_heads + kv_head) * block_size + token % block_size) *
                                shape.head_dim);
   }
-  const __nv_bfloat16* row(const std::vector<__nv_bfloat16>& cache, int seq, int token, int kv_head) const {
+  template <typename T>
+  const T* row(const std::vector<T>& cache, int seq, int token, int kv_head) const {
     return &cache[row_offset(seq, token, kv_head)];
+  }
+
+  // The fp8 cache of the same values: every (block, KV head, slot) vector of k and v through the host quantiser
+  // (util/fp8.h), and what it dequantises to, float(byte) * scale, in the layout of k and v.
+  std::vector<uint8_t> k_fp8, v_fp8;      // [num_blocks, num_kv_heads, block_size, head_dim]
+  std::vector<float> k_scales, v_scales;  // [num_blocks, num_kv_heads, block_size]
+  std::vector<float> k_dequantized, v_dequantized;
+  void quantize_fp8() {
+    const auto quantize = [&](const std::vector<__nv_bfloat16>& values, std::vector<uint8_t>& bytes,
+                              std::vector<float>& scales, std::vector<float>& dequantized) {
+      const size_t d = static_cast<size_t>(shape.head_dim);
+      bytes.resize(values.size());
+      scales.resize(values.size() / d);
+      dequantized.resize(values.size());
+      std::vector<float> x(d);
+      for (size_t vector = 0; vector < scales.size(); ++vector) {
+        for (size_t i = 0; i < d; ++i) x[i] = testing::to_float(values[vector * d + i]);
+        scales[vector] = quantize_fp8_e4m3_vector(x, &bytes[vector * d]);
+        for (size_t i = 0; i < d; ++i)
+          dequantized[vector * d + i] = fp8_e4m3_to_float(bytes[vector * d + i]) * scales[vector];
+      }
+    };
+    quantize(k, k_fp8, k_scales, k_dequantized);
+    quantize(v, v_fp8, v_scales, v_dequantized);
   }
   // NaN in K and V of the slots past each sequence's context in its last block, as stale or never-written cache
   // slots may hold: a kernel that reads them into its products (even multiplied by a probability of 0) fails.
@@ -74,15 +101,22 @@ struct PagedCache {
   }
 };
 
-// out [head_dim] of one query head attending to keys [0, num_keys) of a sequence.
+// out [head_dim] of one query head attending to keys [0, num_keys) of a sequence, over the cache's values `k`, `v`
+// (its bf16 values by default).
+template <typename T = __nv_bfloat16>
 std::vector<double> reference_attention(const PagedCache& cache, const __nv_bfloat16* q, int seq, int head,
-                                        int num_keys) {
+                                        int num_keys, const std::vector<T>* k_values = nullptr,
+                                        const std::vector<T>* v_values = nullptr) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (k_values == nullptr) k_values = &cache.k;
+    if (v_values == nullptr) v_values = &cache.v;
+  }
   const AttentionShape& s = cache.shape;
   const int kv_head = head / (s.num_heads / s.num_kv_heads);
   std::vector<double> scores(static_cast<size_t>(num_keys));
   double max_score = -INFINITY;
   for (int t = 0; t < num_keys; ++t) {
-    const __nv_bfloat16* k = cache.row(cache.k, seq, t, kv_head);
+    const T* k = cache.row(*k_values, seq, t, kv_head);
     double dot = 0;
     for (int d = 0; d < s.head_dim; ++d) dot += testing::to_float(q[d]) * testing::to_float(k[d]);
     scores[t] = dot / std::sqrt(static_cast<double>(s.head_dim));
@@ -92,7 +126,7 @@ std::vector<double> reference_attention(const PagedCache& cache, const __nv_bflo
   for (double& x : scores) sum += x = std::exp(x - max_score);
   std::vector<double> out(static_cast<size_t>(s.head_dim), 0.0);
   for (int t = 0; t < num_keys; ++t) {
-    const __nv_bfloat16* v = cache.row(cache.v, seq, t, kv_head);
+    const T* v = cache.row(*v_values, seq, t, kv_head);
     for (int d = 0; d < s.head_dim; ++d) out[d] += scores[t] / sum * testing::to_float(v[d]);
   }
   return out;
@@ -127,12 +161,20 @@ std::string kernel_name(DecodeAttentionKernel kernel) {
   return kernel == DecodeAttentionKernel::kBulkCopy ? "bulk copy" : "cp.async";
 }
 
+// The KV cache a decode attention case reads: bf16, or fp8 (the same random values through the host quantiser,
+// checked against a reference over the dequantised values).
+enum class CacheDtype { kBf16, kFp8 };
+
 class DecodeAttentionTest
-    : public ::testing::TestWithParam<std::tuple<AttentionShape, DecodeSplitCase, DecodeAttentionKernel>> {};
+    : public ::testing::TestWithParam<std::tuple<AttentionShape, DecodeSplitCase, DecodeAttentionKernel, CacheDtype>> {
+};
 
 TEST_P(DecodeAttentionTest, MatchesReference) {
   SKIP_WITHOUT_GPU();
-  const auto [shape, split_case, kernel] = GetParam();
+  const auto [shape, split_case, kernel, dtype] = GetParam();
+  const bool fp8 = dtype == CacheDtype::kFp8;
+  if (fp8 && kernel == DecodeAttentionKernel::kBulkCopy)
+    GTEST_SKIP() << "the fp8 cache has the cp.async kernel only (launch_decode_attention_fp8)";
   std::mt19937 rng(shape.head_dim * 31 + shape.num_heads + split_case.num_sms * 7 + split_case.block_size);
   // Around tile (64) and block (16, 32) edges, long and odd; splits are planned for a power-of-two bucket above the
   // longest context (as decode graphs do), so some splits hold no tokens.
@@ -140,7 +182,8 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   constexpr int kPlannedContext = 8192;
   const int seqs = static_cast<int>(context_lens.size());
   PagedCache cache(shape, context_lens, rng, split_case.block_size);
-  poison_block_tails(cache, context_lens);
+  poison_block_tails(cache, context_lens);  // for fp8: NaN bytes (0x7F) with scale 0
+  if (fp8) cache.quantize_fp8();
   const auto q = random_bf16(static_cast<size_t>(seqs) * shape.num_heads * shape.head_dim, rng, 2.0f);
   std::vector<int32_t> table_rows(static_cast<size_t>(seqs)), q_rows(static_cast<size_t>(seqs));
   std::iota(table_rows.begin(), table_rows.end(), 0);
@@ -148,10 +191,20 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
 
   DeviceArray<__nv_bfloat16> dq(q), dk(cache.k), dv(cache.v), out(q.size());
   DeviceArray<int32_t> dtables(cache.tables), dtable_rows(table_rows), dq_rows(q_rows), dlens(context_lens);
+  DeviceArray<uint8_t> dk_fp8(fp8 ? cache.k_fp8 : std::vector<uint8_t>(1)),
+      dv_fp8(fp8 ? cache.v_fp8 : std::vector<uint8_t>(1));
+  DeviceArray<float> dk_scales(fp8 ? cache.k_scales : std::vector<float>(1)),
+      dv_scales(fp8 ? cache.v_scales : std::vector<float>(1));
   DecodeAttentionParams p;
   p.q = dq.get();
   p.k_cache = dk.get();
   p.v_cache = dv.get();
+  if (fp8) {
+    p.k_fp8 = dk_fp8.get();
+    p.v_fp8 = dv_fp8.get();
+    p.k_scales = dk_scales.get();
+    p.v_scales = dv_scales.get();
+  }
   p.block_tables = dtables.get();
   p.table_rows = dtable_rows.get();
   p.q_rows = dq_rows.get();
@@ -188,7 +241,9 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   for (int s = 0; s < seqs; ++s)
     for (int h = 0; h < shape.num_heads; ++h) {
       const size_t row = (static_cast<size_t>(q_rows[s]) * shape.num_heads + h) * shape.head_dim;
-      const auto o = reference_attention(cache, &q[row], s, h, context_lens[s]);
+      const auto o =
+          fp8 ? reference_attention(cache, &q[row], s, h, context_lens[s], &cache.k_dequantized, &cache.v_dequantized)
+              : reference_attention(cache, &q[row], s, h, context_lens[s]);
       std::copy(o.begin(), o.end(), ref.begin() + static_cast<ptrdiff_t>(row));
     }
   // Twice: the second launch relies on the counters the first one left at zero.
@@ -196,7 +251,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
     CUDA_CHECK(cudaMemset(out.get(), 0xFF, q.size() * sizeof(__nv_bfloat16)));
     launch_decode_attention(p, nullptr, kernel);
     EXPECT_LT(relative_error(out.download(), ref), 1e-2)
-        << kernel_name(kernel) << ", launch " << launch << ", splits " << p.num_splits;
+        << (fp8 ? "fp8" : kernel_name(kernel)) << ", launch " << launch << ", splits " << p.num_splits;
     for (uint32_t count : counters.download()) ASSERT_EQ(count, 0u);
   }
 }
@@ -209,7 +264,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DecodeSplitCase{1, 16, false}, DecodeSplitCase{132, 16, true},
                                          DecodeSplitCase{132, 32, false}, DecodeSplitCase{0, 32, true},
                                          DecodeSplitCase{0, 16, false}),
-                       ::testing::Values(DecodeAttentionKernel::kCpAsync, DecodeAttentionKernel::kBulkCopy)));
+                       ::testing::Values(DecodeAttentionKernel::kCpAsync, DecodeAttentionKernel::kBulkCopy),
+                       ::testing::Values(CacheDtype::kBf16, CacheDtype::kFp8)));
 
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
 // partial buffers sized by decode_attention_max_split_rows.

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <string>
 #include <tuple>
 
 #include "backend/cuda/cublaslt_gemm.h"
@@ -12,6 +14,7 @@
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "backend/cuda/kernels/swiglu.h"
 #include "gpu_test_util.h"
+#include "util/fp8.h"
 
 namespace qinfer::cuda {
 namespace {
@@ -232,6 +235,43 @@ TEST(GemvSwiglu, MatchesReferenceAndUnfusedPath) {
 }
 
 // (head_dim, tokens): 5 tokens take the one-head-per-warp path, 300 the several-heads-per-warp path of prefill.
+// The fp8 cache the kernel wrote, against the host quantiser (util/fp8.h) of the bf16 cache it wrote from the same
+// inputs. V is not normalised or rotated, and K at position 0 is rotated by exactly cos 0 = 1, sin 0 = 0 after a norm
+// whose output is rounded to bf16: for those vectors the fp32 values the kernel quantises are exactly the bf16 cache's
+// values, so bytes and scales must equal quantize_fp8_e4m3_vector's bit for bit. Elsewhere K is quantised from fp32
+// values that the bf16 cache only rounds, so it is checked within E4M3's error. Returns the vectors checked exactly.
+int expect_fp8_cache_matches_host_quantiser(const std::vector<__nv_bfloat16>& bf16, const std::vector<uint8_t>& bytes,
+                                            const std::vector<float>& scales, const std::vector<int64_t>& slots,
+                                            const std::vector<int32_t>& positions, bool is_v, int kv_heads,
+                                            int head_dim, int block_size) {
+  std::vector<float> x(static_cast<size_t>(head_dim));
+  std::vector<uint8_t> expected(static_cast<size_t>(head_dim));
+  int exact = 0;
+  for (size_t t = 0; t < slots.size(); ++t)
+    for (int h = 0; h < kv_heads; ++h) {
+      const size_t vector =
+          static_cast<size_t>((slots[t] / block_size * kv_heads + h) * block_size + slots[t] % block_size);
+      for (int i = 0; i < head_dim; ++i) x[i] = testing::to_float(bf16[vector * head_dim + i]);
+      const float expected_scale = quantize_fp8_e4m3_vector(x, expected.data());
+      const std::string where = std::string(is_v ? "V" : "K") + " token " + std::to_string(t) + " head " +
+                                std::to_string(h) + " position " + std::to_string(positions[t]);
+      if (is_v || positions[t] == 0) {
+        EXPECT_EQ(scales[vector], expected_scale) << where;
+        for (int i = 0; i < head_dim; ++i)
+          EXPECT_EQ(bytes[vector * head_dim + i], expected[i]) << where << " dim " << i;
+        ++exact;
+        continue;
+      }
+      // E4M3's rounding (half a step: 2^-4 relative, 2^-10 * scale among subnormals) plus bf16's (2^-9 relative).
+      EXPECT_NEAR(scales[vector], expected_scale, expected_scale * 1e-2) << where;
+      for (int i = 0; i < head_dim; ++i)
+        EXPECT_NEAR(fp8_e4m3_to_float(bytes[vector * head_dim + i]) * scales[vector], x[i],
+                    std::fabs(x[i]) * (0.0625 + 0.004) + scales[vector] * 0.002)
+            << where << " dim " << i;
+    }
+  return exact;
+}
+
 class QkNormRopeTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
@@ -241,7 +281,10 @@ TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
   const double theta = 5e6, eps = 1e-6;
   std::mt19937 rng(head_dim + tokens);
   const int width = (heads + 2 * kv_heads) * head_dim;
-  const auto qkv = random_bf16(static_cast<size_t>(tokens) * width, rng, 3.0f);
+  auto qkv = random_bf16(static_cast<size_t>(tokens) * width, rng, 3.0f);
+  // Token 1's V is all zero (fp8: scale 0, bytes 0); token 2's V has one large outlier.
+  std::fill_n(qkv.begin() + width + (heads + kv_heads) * head_dim, kv_heads * head_dim, __float2bfloat16(0.0f));
+  qkv[2 * width + (heads + kv_heads) * head_dim + 5] = __float2bfloat16(3.0e4f);
   const auto q_norm = random_bf16(head_dim, rng, 0.25f, 1.0f), k_norm = random_bf16(head_dim, rng, 0.25f, 1.0f);
   // Positions from 0 to past 256 K; each token in its own cache slot, scattered over the pool.
   std::vector<int32_t> positions = {0, 1, 37, 4095, 262000};
@@ -318,6 +361,22 @@ TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
     }
   EXPECT_LT(relative_error(k_got, k_ref), kBf16Tolerance);
   EXPECT_EQ(relative_error(v_got, v_ref), 0.0);
+
+  // The same inputs into an fp8 cache (poisoned: 0xFF is an E4M3 NaN).
+  const size_t vectors = cache_elements / head_dim;
+  DeviceArray<uint8_t> k_fp8(cache_elements), v_fp8(cache_elements);
+  DeviceArray<float> k_scales(vectors), v_scales(vectors);
+  p.k_fp8 = k_fp8.get();
+  p.v_fp8 = v_fp8.get();
+  p.k_scales = k_scales.get();
+  p.v_scales = v_scales.get();
+  launch_qk_norm_rope_cache_write(p, nullptr);
+  const int exact_k = expect_fp8_cache_matches_host_quantiser(k_out, k_fp8.download(), k_scales.download(), slots,
+                                                              positions, false, kv_heads, head_dim, block_size);
+  const int exact_v = expect_fp8_cache_matches_host_quantiser(v_out, v_fp8.download(), v_scales.download(), slots,
+                                                              positions, true, kv_heads, head_dim, block_size);
+  EXPECT_GE(exact_k, kv_heads);  // token 0 is at position 0
+  EXPECT_EQ(exact_v, tokens * kv_heads);
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadDimsAndTokens, QkNormRopeTest,

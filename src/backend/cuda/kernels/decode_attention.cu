@@ -135,7 +135,9 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
                  : DecodeAttentionKernel::kCpAsync;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (kernel == DecodeAttentionKernel::kBulkCopy)
+    if (params.k_fp8 != nullptr)
+      launch_decode_attention_fp8(params, stream);
+    else if (kernel == DecodeAttentionKernel::kBulkCopy)
       launch_decode_attention_bulk_copy(params, stream);
     else
       launch_for_head_dim<kHeadDim>(params, stream);

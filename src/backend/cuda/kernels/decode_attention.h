@@ -17,6 +17,11 @@ struct DecodeAttentionParams {
   const __nv_bfloat16* q = nullptr;        // [num_tokens, num_heads, head_dim]
   const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
   const __nv_bfloat16* v_cache = nullptr;  // same layout
+  // An fp8 cache instead (KvCacheDtype::kFp8E4m3) when k_fp8 is set; k_cache / v_cache are then unused.
+  const uint8_t* k_fp8 = nullptr;   // [num_blocks, num_kv_heads, block_size, head_dim] E4M3
+  const uint8_t* v_fp8 = nullptr;   // same layout
+  const float* k_scales = nullptr;  // [num_blocks, num_kv_heads, block_size]: element value = float(byte) * scale
+  const float* v_scales = nullptr;  // same layout
   // num_blocks of k_cache / v_cache: the bounds of the Hopper kernel's tensor maps. 0 (unknown): cp.async kernel only.
   int64_t pool_blocks = 0;
   const int32_t* block_tables = nullptr;  // [num_sequences, block_table_stride]
@@ -57,6 +62,11 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
 
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream,
                              DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
+
+// The fp8-cache kernel (decode_attention_fp8.cu, cp.async) without the merge kernel: what launch_decode_attention runs
+// for any `kernel` when params.k_fp8 is set. Each warp dequantises its 16 keys of a tile into a bf16 staging tile and
+// runs the bf16 kernels' tile step on it.
+void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).

@@ -1,3 +1,5 @@
+#include <cuda_fp8.h>
+
 #include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
@@ -21,10 +23,31 @@ constexpr int kHeadsPerWarpForManyTokens = 8;
 // (i + head_dim/2) sits in lane l ^ 16.
 template <int kHeadDim>
 using LaneVector = std::conditional_t<kHeadDim == 128, uint2, uint32_t>;  // E bf16 values
+template <int kHeadDim>
+using LaneBytes = std::conditional_t<kHeadDim == 128, uint32_t, uint16_t>;  // E fp8 values
+
+// One (token, KV head) vector into the fp8 cache: the lanes' E values each, the scale by lane 0. The operations of
+// quantize_fp8_e4m3_vector (util/fp8.h): amax, inverse = 448 / amax (IEEE division), e4m3(x * inverse), amax / 448.
+template <int kHeadDim>
+__device__ __forceinline__ void store_fp8_vector(const float (&x)[kHeadDim / 32], uint8_t* destination, float* scale,
+                                                 int lane) {
+  constexpr int kPerLane = kHeadDim / 32;
+  float amax = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) amax = fmaxf(amax, fabsf(x[i]));
+  amax = warp_max(amax);
+  const float inverse = amax > 0 ? 448.0f / amax : 0.0f;
+  LaneBytes<kHeadDim> stored;
+  auto* bytes = reinterpret_cast<uint8_t*>(&stored);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) bytes[i] = __nv_cvt_float_to_fp8(x[i] * inverse, __NV_SATFINITE, __NV_E4M3);
+  *reinterpret_cast<LaneBytes<kHeadDim>*>(destination + lane * kPerLane) = stored;
+  if (lane == 0) *scale = amax / 448.0f;
+}
 
 // Warp w handles heads [w' * kHeadsPerWarp, ...) of token w / warps_per_token (w' = w % warps_per_token), over the
 // q, k and v heads of the fused projection.
-template <int kHeadDim, int kHeadsPerWarp>
+template <int kHeadDim, int kHeadsPerWarp, bool kFp8>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_kernel(QkNormRopeCacheWriteParams p) {
   constexpr int kPerLane = kHeadDim / 32;
   using Vector = LaneVector<kHeadDim>;
@@ -83,14 +106,15 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_
       }
     }
 
-    __nv_bfloat16* destination;
-    if (is_q) {
-      destination = p.q_out + (static_cast<int64_t>(token) * p.num_heads + head) * kHeadDim;
-    } else {
-      const int kv_head = is_k ? head - p.num_heads : head - p.num_heads - p.num_kv_heads;
-      destination =
-          (is_k ? p.k_cache : p.v_cache) + ((block * p.num_kv_heads + kv_head) * p.block_size + offset) * kHeadDim;
+    const int kv_head = is_q ? 0 : is_k ? head - p.num_heads : head - p.num_heads - p.num_kv_heads;
+    const int64_t kv_vector = (block * p.num_kv_heads + kv_head) * p.block_size + offset;  // (token, KV head)
+    if (kFp8 && !is_q) {
+      store_fp8_vector<kHeadDim>(x, (is_k ? p.k_fp8 : p.v_fp8) + kv_vector * kHeadDim,
+                                 (is_k ? p.k_scales : p.v_scales) + kv_vector, lane);
+      continue;
     }
+    __nv_bfloat16* destination = is_q ? p.q_out + (static_cast<int64_t>(token) * p.num_heads + head) * kHeadDim
+                                      : (is_k ? p.k_cache : p.v_cache) + kv_vector * kHeadDim;
     Vector stored;
     __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(&stored);
 #pragma unroll
@@ -99,14 +123,14 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_
   }
 }
 
-template <int kHeadDim, int kHeadsPerWarp>
+template <int kHeadDim, int kHeadsPerWarp, bool kFp8>
 void launch_for(const QkNormRopeCacheWriteParams& params, cudaStream_t stream) {
   const int heads_per_token = params.num_heads + 2 * params.num_kv_heads;
   const int64_t warps =
       static_cast<int64_t>(params.num_tokens) * ((heads_per_token + kHeadsPerWarp - 1) / kHeadsPerWarp);
   const int blocks = static_cast<int>((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  launch_dependent(qk_norm_rope_cache_write_kernel<kHeadDim, kHeadsPerWarp>, blocks, kWarpsPerBlock * 32, 0, stream,
-                   params);
+  launch_dependent(qk_norm_rope_cache_write_kernel<kHeadDim, kHeadsPerWarp, kFp8>, blocks, kWarpsPerBlock * 32, 0,
+                   stream, params);
 }
 
 }  // namespace
@@ -115,10 +139,16 @@ void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, c
   if (params.num_tokens == 0) return;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (params.num_tokens >= kManyTokens)
-      launch_for<kHeadDim, kHeadsPerWarpForManyTokens>(params, stream);
+    const auto launch = [&](auto fp8) {
+      if (params.num_tokens >= kManyTokens)
+        launch_for<kHeadDim, kHeadsPerWarpForManyTokens, decltype(fp8)::value>(params, stream);
+      else
+        launch_for<kHeadDim, 1, decltype(fp8)::value>(params, stream);
+    };
+    if (params.k_fp8 != nullptr)
+      launch(std::true_type{});
     else
-      launch_for<kHeadDim, 1>(params, stream);
+      launch(std::false_type{});
   });
 }
 

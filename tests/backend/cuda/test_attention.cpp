@@ -270,27 +270,31 @@ INSTANTIATE_TEST_SUITE_P(
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
 // partial buffers sized by decode_attention_max_split_rows.
 TEST(DecodeAttentionPlan, CoversContextAndFitsSplitRows) {
+  const uint8_t fp8_pool_stand_in = 0;  // the planner only asks whether an fp8 cache is set
   for (int head_dim : {64, 128})
     for (int num_kv_heads : {1, 8})
       for (int num_sms : {1, 16, 132})
         for (int num_decode : {1, 3, 64, 256, 1024})
-          for (int context : {1, 63, 64, 65, 1536, 8192, 32768, 262144}) {
-            DecodeAttentionParams p;
-            p.num_decode = num_decode;
-            p.num_heads = 4 * num_kv_heads;
-            p.num_kv_heads = num_kv_heads;
-            p.head_dim = head_dim;
-            plan_decode_attention_splits(p, context, num_sms);
-            SCOPED_TRACE(::testing::Message() << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs "
-                                              << num_sms << ", sequences " << num_decode << ", context " << context);
-            ASSERT_GE(p.num_splits, 1);
-            ASSERT_GT(p.tokens_per_split, 0);
-            EXPECT_EQ(p.tokens_per_split % 64, 0);
-            EXPECT_GE(static_cast<int64_t>(p.num_splits) * p.tokens_per_split, context);
-            EXPECT_LT(static_cast<int64_t>(p.num_splits - 1) * p.tokens_per_split, context);
-            EXPECT_LE(static_cast<int64_t>(num_decode) * p.num_splits,
-                      decode_attention_max_split_rows(num_decode, num_sms));
-          }
+          for (int context : {1, 63, 64, 65, 1536, 8192, 32768, 262144})
+            for (bool fp8 : {false, true}) {
+              DecodeAttentionParams p;
+              p.k_fp8 = fp8 ? &fp8_pool_stand_in : nullptr;
+              p.num_decode = num_decode;
+              p.num_heads = 4 * num_kv_heads;
+              p.num_kv_heads = num_kv_heads;
+              p.head_dim = head_dim;
+              plan_decode_attention_splits(p, context, num_sms);
+              SCOPED_TRACE(::testing::Message()
+                           << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs " << num_sms
+                           << ", sequences " << num_decode << ", context " << context << (fp8 ? ", fp8" : ", bf16"));
+              ASSERT_GE(p.num_splits, 1);
+              ASSERT_GT(p.tokens_per_split, 0);
+              EXPECT_EQ(p.tokens_per_split % 64, 0);
+              EXPECT_GE(static_cast<int64_t>(p.num_splits) * p.tokens_per_split, context);
+              EXPECT_LT(static_cast<int64_t>(p.num_splits - 1) * p.tokens_per_split, context);
+              EXPECT_LE(static_cast<int64_t>(num_decode) * p.num_splits,
+                        decode_attention_max_split_rows(num_decode, num_sms));
+            }
 }
 
 enum class PrefillKernel { kMmaSync, kWgmma };

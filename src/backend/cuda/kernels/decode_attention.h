@@ -46,7 +46,8 @@ struct DecodeAttentionParams {
 };
 
 // Picks tokens_per_split / num_splits for a batch: the split count with the least estimated time, counted in waves
-// of resident blocks times tiles per block (plus a per-block fill and merge cost).
+// of resident blocks times tiles per block (plus a per-block fill and merge cost). Resident blocks depend on the
+// cache's dtype: set k_fp8 before planning for an fp8 cache.
 void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms);
 
 // Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.

@@ -134,12 +134,15 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   if (kernel == DecodeAttentionKernel::kAuto)
-    kernel = params.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(params)
+    kernel = params.k_fp8 == nullptr && params.num_decode > kDecodeAttentionSmallBatch &&
+                     decode_attention_bulk_copy_available(params)
                  ? DecodeAttentionKernel::kBulkCopy
                  : DecodeAttentionKernel::kCpAsync;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (params.k_fp8 != nullptr)
+    if (params.k_fp8 != nullptr && kernel == DecodeAttentionKernel::kBulkCopy)
+      launch_decode_attention_fp8_bulk_copy(params, stream);
+    else if (params.k_fp8 != nullptr)
       launch_decode_attention_fp8(params, stream);
     else if (kernel == DecodeAttentionKernel::kBulkCopy)
       launch_decode_attention_bulk_copy(params, stream);

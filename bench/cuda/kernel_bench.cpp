@@ -199,35 +199,40 @@ class Bench {
     fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(sequences) * kHeads * kHeadDim, 5, 1.0f, stream_);
     const DecodeSetup setup = make_decode_setup(pool, sequences, context, q, out, merge_in_kernel);
     const DecodeAttentionParams& p = setup.p;
+    const auto shape_of = [&](const DecodeAttentionParams& plan) {
+      return std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
+             (scattered ? "" : ", blocks in order") + " (" + std::to_string(plan.num_splits) +
+             (plan.num_splits == 1 ? " split)"
+              : merge_in_kernel    ? " splits, merged in kernel)"
+                                   : " splits, merge kernel)");
+    };
+    const auto time_kernel = [&](const DecodeAttentionParams& params, DecodeAttentionKernel kernel) {
+      return time_per_call([&](int) { launch_decode_attention(params, stream_, kernel); }, 20, stream_);
+    };
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
-    const std::string shape = std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
-                              (scattered ? "" : ", blocks in order") + " (" + std::to_string(p.num_splits) +
-                              (p.num_splits == 1 ? " split)"
-                               : merge_in_kernel ? " splits, merged in kernel)"
-                                                 : " splits, merge kernel)");
-    record(
-        "decode attention cp.async", shape,
-        time_per_call([&](int) { launch_decode_attention(p, stream_, DecodeAttentionKernel::kCpAsync); }, 20, stream_),
-        bytes, true);
+    record("decode attention cp.async", shape_of(p), time_kernel(p, DecodeAttentionKernel::kCpAsync), bytes, true);
     if (decode_attention_bulk_copy_available(p))
-      record("decode attention bulk copy", shape,
-             time_per_call([&](int) { launch_decode_attention(p, stream_, DecodeAttentionKernel::kBulkCopy); }, 20,
-                           stream_),
-             bytes, true);
+      record("decode attention bulk copy", shape_of(p), time_kernel(p, DecodeAttentionKernel::kBulkCopy), bytes, true);
 
     // The same pool as an fp8 cache: random bytes (NaN codes included: the speed does not depend on the values) and
-    // scales, in the bf16 pool's buffers (half their size is used). Bytes: E4M3 data plus one fp32 scale per vector.
+    // scales, in the bf16 pool's buffers (half their size is used), planned for the fp8 kernels' resident blocks.
+    // Bytes: E4M3 data plus one fp32 scale per vector.
     const size_t vectors = static_cast<size_t>(pool.num_blocks) * kKvHeads * 16;
     DeviceBuffer k_scales(vectors * 4, "bench"), v_scales(vectors * 4, "bench");
     fill_random_f32(k_scales.as<float>(), vectors, 13, 0.01f, stream_);
     fill_random_f32(v_scales.as<float>(), vectors, 14, 0.01f, stream_);
-    p.k_fp8 = pool.k.as<uint8_t>();
-    p.v_fp8 = pool.v.as<uint8_t>();
-    p.k_scales = k_scales.as<float>();
-    p.v_scales = v_scales.as<float>();
-    record("decode attention fp8 cp.async", shape,
-           time_per_call([&](int) { launch_decode_attention(p, stream_); }, 20, stream_),
-           2.0 * sequences * context * kKvHeads * (kHeadDim + 4), true);
+    DecodeAttentionParams fp8 = p;
+    fp8.k_fp8 = pool.k.as<uint8_t>();
+    fp8.v_fp8 = pool.v.as<uint8_t>();
+    fp8.k_scales = k_scales.as<float>();
+    fp8.v_scales = v_scales.as<float>();
+    plan_decode_attention_splits(fp8, context, num_sms());
+    const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
+    record("decode attention fp8 cp.async", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes,
+           true);
+    if (decode_attention_bulk_copy_available(fp8))
+      record("decode attention fp8 bulk copy", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kBulkCopy),
+             fp8_bytes, true);
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,

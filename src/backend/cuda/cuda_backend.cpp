@@ -365,6 +365,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   const int64_t pool_blocks = kv_shape_.num_blocks + 1;
   decode.pool_blocks = pool_blocks;
   decode.scale = scale;
+  if (fp8()) decode.k_fp8 = fp8_data(0, 0);  // the planner counts the fp8 kernels' resident blocks; set per layer below
   if (decode.num_decode > 0) {
     cuda::plan_decode_attention_splits(decode, split_context, num_sms_);
     QINFER_CHECK(decode.num_decode * decode.num_splits <= w.max_split_rows);

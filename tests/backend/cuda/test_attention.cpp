@@ -173,8 +173,6 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   SKIP_WITHOUT_GPU();
   const auto [shape, split_case, kernel, dtype] = GetParam();
   const bool fp8 = dtype == CacheDtype::kFp8;
-  if (fp8 && kernel == DecodeAttentionKernel::kBulkCopy)
-    GTEST_SKIP() << "the fp8 cache has the cp.async kernel only (launch_decode_attention_fp8)";
   std::mt19937 rng(shape.head_dim * 31 + shape.num_heads + split_case.num_sms * 7 + split_case.block_size);
   // Around tile (64) and block (16, 32) edges, long and odd; splits are planned for a power-of-two bucket above the
   // longest context (as decode graphs do), so some splits hold no tokens.
@@ -251,7 +249,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
     CUDA_CHECK(cudaMemset(out.get(), 0xFF, q.size() * sizeof(__nv_bfloat16)));
     launch_decode_attention(p, nullptr, kernel);
     EXPECT_LT(relative_error(out.download(), ref), 1e-2)
-        << (fp8 ? "fp8" : kernel_name(kernel)) << ", launch " << launch << ", splits " << p.num_splits;
+        << (fp8 ? "fp8 " : "bf16 ") << kernel_name(kernel) << ", launch " << launch << ", splits " << p.num_splits;
     for (uint32_t count : counters.download()) ASSERT_EQ(count, 0u);
   }
 }
@@ -270,27 +268,31 @@ INSTANTIATE_TEST_SUITE_P(
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
 // partial buffers sized by decode_attention_max_split_rows.
 TEST(DecodeAttentionPlan, CoversContextAndFitsSplitRows) {
+  const uint8_t fp8_pool_stand_in = 0;  // the planner only asks whether an fp8 cache is set
   for (int head_dim : {64, 128})
     for (int num_kv_heads : {1, 8})
       for (int num_sms : {1, 16, 132})
         for (int num_decode : {1, 3, 64, 256, 1024})
-          for (int context : {1, 63, 64, 65, 1536, 8192, 32768, 262144}) {
-            DecodeAttentionParams p;
-            p.num_decode = num_decode;
-            p.num_heads = 4 * num_kv_heads;
-            p.num_kv_heads = num_kv_heads;
-            p.head_dim = head_dim;
-            plan_decode_attention_splits(p, context, num_sms);
-            SCOPED_TRACE(::testing::Message() << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs "
-                                              << num_sms << ", sequences " << num_decode << ", context " << context);
-            ASSERT_GE(p.num_splits, 1);
-            ASSERT_GT(p.tokens_per_split, 0);
-            EXPECT_EQ(p.tokens_per_split % 64, 0);
-            EXPECT_GE(static_cast<int64_t>(p.num_splits) * p.tokens_per_split, context);
-            EXPECT_LT(static_cast<int64_t>(p.num_splits - 1) * p.tokens_per_split, context);
-            EXPECT_LE(static_cast<int64_t>(num_decode) * p.num_splits,
-                      decode_attention_max_split_rows(num_decode, num_sms));
-          }
+          for (int context : {1, 63, 64, 65, 1536, 8192, 32768, 262144})
+            for (bool fp8 : {false, true}) {
+              DecodeAttentionParams p;
+              p.k_fp8 = fp8 ? &fp8_pool_stand_in : nullptr;
+              p.num_decode = num_decode;
+              p.num_heads = 4 * num_kv_heads;
+              p.num_kv_heads = num_kv_heads;
+              p.head_dim = head_dim;
+              plan_decode_attention_splits(p, context, num_sms);
+              SCOPED_TRACE(::testing::Message()
+                           << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs " << num_sms
+                           << ", sequences " << num_decode << ", context " << context << (fp8 ? ", fp8" : ", bf16"));
+              ASSERT_GE(p.num_splits, 1);
+              ASSERT_GT(p.tokens_per_split, 0);
+              EXPECT_EQ(p.tokens_per_split % 64, 0);
+              EXPECT_GE(static_cast<int64_t>(p.num_splits) * p.tokens_per_split, context);
+              EXPECT_LT(static_cast<int64_t>(p.num_splits - 1) * p.tokens_per_split, context);
+              EXPECT_LE(static_cast<int64_t>(num_decode) * p.num_splits,
+                        decode_attention_max_split_rows(num_decode, num_sms));
+            }
 }
 
 enum class PrefillKernel { kMmaSync, kWgmma };

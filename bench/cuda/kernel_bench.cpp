@@ -230,9 +230,6 @@ class Bench {
     const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
     record("decode attention fp8 cp.async", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes,
            true);
-    if (decode_attention_bulk_copy_available(fp8))
-      record("decode attention fp8 bulk copy", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kBulkCopy),
-             fp8_bytes, true);
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,

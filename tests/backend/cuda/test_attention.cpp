@@ -254,16 +254,22 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, DecodeAttentionTest,
-    ::testing::Combine(::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1},
-                                         AttentionShape{64, 6, 2}, AttentionShape{128, 16, 1},
-                                         AttentionShape{64, 16, 1}),
-                       ::testing::Values(DecodeSplitCase{1, 16, false}, DecodeSplitCase{132, 16, true},
-                                         DecodeSplitCase{132, 32, false}, DecodeSplitCase{0, 32, true},
-                                         DecodeSplitCase{0, 16, false}),
-                       ::testing::Values(DecodeAttentionKernel::kCpAsync, DecodeAttentionKernel::kBulkCopy),
-                       ::testing::Values(CacheDtype::kBf16, CacheDtype::kFp8)));
+const auto kDecodeShapes =
+    ::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1}, AttentionShape{64, 6, 2},
+                      AttentionShape{128, 16, 1}, AttentionShape{64, 16, 1});
+const auto kDecodeSplitCases =
+    ::testing::Values(DecodeSplitCase{1, 16, false}, DecodeSplitCase{132, 16, true}, DecodeSplitCase{132, 32, false},
+                      DecodeSplitCase{0, 32, true}, DecodeSplitCase{0, 16, false});
+INSTANTIATE_TEST_SUITE_P(Bf16, DecodeAttentionTest,
+                         ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
+                                            ::testing::Values(DecodeAttentionKernel::kCpAsync,
+                                                              DecodeAttentionKernel::kBulkCopy),
+                                            ::testing::Values(CacheDtype::kBf16)));
+// An fp8 cache has one kernel, cp.async (launch_decode_attention_fp8).
+INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
+                         ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
+                                            ::testing::Values(DecodeAttentionKernel::kCpAsync),
+                                            ::testing::Values(CacheDtype::kFp8)));
 
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
 // partial buffers sized by decode_attention_max_split_rows.

@@ -16,8 +16,8 @@ namespace {
 using namespace decode_block;
 
 // Blocks of the attention kernels resident on one SM, from shared memory alone (228 KB per SM on Hopper, 1 KB of it
-// reserved per block, up to 1 KB of alignment slack in the bulk-copy kernels; registers and threads allow more): the
-// bf16 kernels' tile ring, or the fp8 kernels' rings and staging tiles. Only steers the split plan, so an estimate
+// reserved per block, up to 1 KB of alignment slack in the bulk-copy kernel; registers and threads allow more): the
+// bf16 kernels' tile ring, or the fp8 kernel's ring and staging tiles. Only steers the split plan, so an estimate
 // suffices.
 template <int kHeadDim>
 constexpr int resident_blocks_per_sm(bool fp8) {
@@ -134,15 +134,12 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   if (kernel == DecodeAttentionKernel::kAuto)
-    kernel = params.k_fp8 == nullptr && params.num_decode > kDecodeAttentionSmallBatch &&
-                     decode_attention_bulk_copy_available(params)
+    kernel = params.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(params)
                  ? DecodeAttentionKernel::kBulkCopy
                  : DecodeAttentionKernel::kCpAsync;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (params.k_fp8 != nullptr && kernel == DecodeAttentionKernel::kBulkCopy)
-      launch_decode_attention_fp8_bulk_copy(params, stream);
-    else if (params.k_fp8 != nullptr)
+    if (params.k_fp8 != nullptr)
       launch_decode_attention_fp8(params, stream);
     else if (kernel == DecodeAttentionKernel::kBulkCopy)
       launch_decode_attention_bulk_copy(params, stream);

@@ -53,26 +53,23 @@ void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context
 // Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.
 int decode_attention_max_split_rows(int max_decode, int num_sms);
 
-// Which kernel runs a launch. kAuto: for a bf16 cache, the bulk-copy kernel where it can run
+// Which kernel runs a launch over a bf16 cache. kAuto: the bulk-copy kernel where it can run
 // (decode_attention_bulk_copy_available) for batches above kDecodeAttentionSmallBatch sequences, else the cp.async
-// kernel (small batches have their own tuning); for an fp8 cache the cp.async kernel, since the fp8 bulk-copy kernel
-// measured no faster (docs/CUDA_NOTES.md, "fp8 KV cache").
+// kernel (small batches have their own tuning). An fp8 cache has one kernel (cp.async) whatever is asked: a bulk-copy
+// fp8 variant measured no faster (docs/CUDA_NOTES.md, "fp8 KV cache") and lives on branch fp8tma.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy };
 constexpr int kDecodeAttentionSmallBatch = 4;
 
-// True when this build has the sm_90a bulk-copy kernels, the device is compute 9.0, params.pool_blocks is known and
-// the pools of the cache's dtype (bf16, or fp8 bytes and scales when k_fp8 is set) are 16-byte aligned.
+// True when this build has the sm_90a bulk-copy kernel, the device is compute 9.0 and params.pool_blocks is known.
 bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
 
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream,
                              DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
 
-// The fp8-cache kernels without the merge kernel: what launch_decode_attention runs when params.k_fp8 is set, chosen
-// by `kernel` as for bf16. Each warp converts its 16 keys of a tile into an fp16 staging tile and multiplies on fp16
-// tensor cores with the scales folded in (decode_attention_fp8_tile.cuh). The cp.async one (decode_attention_fp8.cu)
-// runs anywhere; the bulk-copy one (decode_attention_fp8_sm90.cu) needs decode_attention_bulk_copy_available(params).
+// The fp8-cache kernel (decode_attention_fp8.cu, cp.async) without the merge kernel: what launch_decode_attention runs
+// for any `kernel` when params.k_fp8 is set. Each warp converts its 16 keys of a tile into an fp16 staging tile and
+// multiplies on fp16 tensor cores with the scales folded in (decode_attention_fp8_tile.cuh).
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream);
-void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).

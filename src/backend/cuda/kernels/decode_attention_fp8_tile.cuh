@@ -1,8 +1,8 @@
-// The per-warp tile step of the fp8-cache decode attention kernels, shared by the cp.async one
-// (decode_attention_fp8.cu) and the Hopper bulk-copy one (decode_attention_fp8_sm90.cu): their shared-memory layout,
-// each warp's conversion of its 16 keys' E4M3 bytes into an fp16 staging tile (one packed cvt per two values; every
-// E4M3 value is exact in fp16), and the fp16 tensor-core step with the scales folded in where they cost least: a key's
-// K scale multiplies its score, its V scale its probability.
+// The per-warp tile step of the fp8-cache decode attention (decode_attention_fp8.cu), apart from how tiles reach shared
+// memory (decode_attention.cu's split planner needs its layout too): the shared-memory layout, each warp's conversion
+// of its 16 keys' E4M3 bytes into an fp16 staging tile (one packed cvt per two values; every E4M3 value is exact in
+// fp16), and the fp16 tensor-core step with the scales folded in where they cost least: a key's K scale multiplies its
+// score, its V scale its probability.
 #pragma once
 
 #include <cuda_fp16.h>

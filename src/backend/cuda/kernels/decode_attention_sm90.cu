@@ -183,11 +183,8 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p) {
   }();
   const int64_t rows = p.pool_blocks * p.num_kv_heads * p.block_size;  // box row coordinates are int32
   const auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
-  const bool pools_aligned = p.k_fp8 != nullptr ? aligned(p.k_fp8) && aligned(p.v_fp8) && aligned(p.k_scales) &&
-                                                      aligned(p.v_scales) && p.head_dim <= 256
-                                                : aligned(p.k_cache) && aligned(p.v_cache);
   return device_has_it && p.pool_blocks > 0 && p.block_size % kBoxTokens == 0 &&
-         rows <= std::numeric_limits<int32_t>::max() && pools_aligned;
+         rows <= std::numeric_limits<int32_t>::max() && aligned(p.k_cache) && aligned(p.v_cache);
 #else
   (void)p;
   return false;

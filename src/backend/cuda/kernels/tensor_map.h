@@ -15,9 +15,4 @@ namespace qinfer::cuda {
 // outside the matrix read as zero.
 CUtensorMap make_bf16_tensor_map_swizzle128(const __nv_bfloat16* base, int64_t rows, int columns, int box_rows);
 
-// A 2-D map over the row-major byte matrix [rows, columns] at `base` (16-byte aligned, columns a multiple of 16 and at
-// most 256) whose box is [box_rows, columns] stored unswizzled: the box lands as box_rows rows of `columns` bytes one
-// after the other. Elements outside the matrix read as zero.
-CUtensorMap make_u8_tensor_map(const uint8_t* base, int64_t rows, int columns, int box_rows);
-
 }  // namespace qinfer::cuda

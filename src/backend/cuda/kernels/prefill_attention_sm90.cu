@@ -39,7 +39,7 @@ struct SharedLayout {
 // K and V of a stage have their own barriers: K is released once Q·Kᵀ has read it, a tile period before P·V releases
 // V, so the producer refills K slots early instead of waiting for the slower V of the same stage.
 struct KvBarriers {
-  uint64_t* full_k;   // [kStages]: the K tile has landed (one producer arrival + transaction bytes)
+  uint64_t* full_k;   // [kStages]: the K tile has landed (one arrival per producer warp of K + transaction bytes)
   uint64_t* full_v;   // [kStages]: the V tile has landed
   uint64_t* empty_k;  // [kStages]: every consumer warp has finished reading the K tile
   uint64_t* empty_v;  // [kStages]: every consumer warp has finished reading the V tile

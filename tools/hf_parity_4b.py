@@ -19,6 +19,10 @@ eager attention, on the GPU) over the prompt plus qinfer's tokens, so both score
 The fp32 CPU backend of qinfer is compared on the short prompts too (same metrics, no bf16 allowance): it separates a
 modelling error (both backends off) from bf16 rounding (only the GPU one off).
 
+`--kv-cache-dtype fp8` runs both qinfer backends with the fp8 (E4M3) KV cache and applies the same checks and bounds:
+it measures what the cache's 3 mantissa bits cost against the same references (the bounds were derived for bf16, so a
+failure there says the fp8 error exceeds bf16's allowance, and the JSON report has by how much).
+
     python3 tools/hf_parity_4b.py --qinfer build-gpu/qinfer --work /tmp/parity4b --out $OUT/parity4b.json
 
 Exit status 0 when every check holds, 1 otherwise; the JSON report has every step's numbers.
@@ -48,10 +52,10 @@ def prompt_ids(length, seed):
     return [int(x) for x in rng.integers(0, 151643, size=length)]
 
 
-def qinfer_greedy(qinfer, model_dir, prompt, device):
+def qinfer_greedy(qinfer, model_dir, prompt, device, kv_cache_dtype):
     command = [qinfer, "generate", "--model", model_dir, "--device", device, "--max-model-len", "4096",
                "--prompt-ids", ",".join(map(str, prompt)), "--max-tokens", str(STEPS), "--ignore-eos",
-               "--temperature", "0", "--logprobs", str(TOP), "--json"]
+               "--temperature", "0", "--logprobs", str(TOP), "--kv-cache-dtype", kv_cache_dtype, "--json"]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -75,9 +79,9 @@ def rms(values):
     return float(np.sqrt(np.mean(np.square(values))))
 
 
-def check_case(models, qinfer, model_dir, prompt, device):
+def check_case(models, qinfer, model_dir, prompt, device, kv_cache_dtype):
     """qinfer on `device` against transformers fp32; with device cuda the bf16 floor widens the logit bounds."""
-    result = qinfer_greedy(qinfer, model_dir, prompt, device)
+    result = qinfer_greedy(qinfer, model_dir, prompt, device, kv_cache_dtype)
     generated = result["token_ids"]
     logits, logprobs = hf_logprobs(models["fp32"], prompt, generated)
     bf16_logprobs = hf_logprobs(models["bf16"], prompt, generated)[1] if device == "cuda" else None
@@ -116,6 +120,7 @@ def main():
     parser.add_argument("--work", required=True, help="folder for the 8 GB checkpoint")
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "fp8"], help="qinfer's KV cache storage")
     args = parser.parse_args()
     model_dir = os.path.join(args.work, "qwen3-4b-shape")
     if not os.path.exists(os.path.join(model_dir, "config.json")):
@@ -127,16 +132,16 @@ def main():
     cases, all_ok = [], True
     for device, length in runs:
         prompt = prompt_ids(length, 4000 + PROMPT_LENGTHS.index(length))
-        ok, summary, steps = check_case(models, args.qinfer, model_dir, prompt, device)
+        ok, summary, steps = check_case(models, args.qinfer, model_dir, prompt, device, args.kv_cache_dtype)
         all_ok &= ok
         logit, offset = summary["relative_error"], summary["offset_error"]
-        print(f"{device:4s} prompt {length:5d}: {'ok' if ok else 'FAILED'}, tokens {'ok' if summary['tokens_ok'] else 'DIFFER'}, "
+        print(f"{device:4s} {args.kv_cache_dtype} KV, prompt {length:5d}: {'ok' if ok else 'FAILED'}, tokens {'ok' if summary['tokens_ok'] else 'DIFFER'}, "
               f"centred logit error RMS {logit['rms']:.2e} (bound {logit['bound']:.2e}), log-sum-exp error RMS "
               f"{offset['rms']:.2e} (bound {offset['bound']:.2e})", flush=True)
         cases.append({"device": device, "prompt_length": length, "ok": ok, **summary, "steps": steps})
     report = {"ok": all_ok, "torch": torch.__version__, "transformers": transformers.__version__,
               "reference": "float32, eager, teacher-forced on qinfer's tokens; bf16 floor: transformers in bfloat16",
-              "max_relative_error": MAX_RELATIVE_ERROR, "bf16_allowance": BF16_ALLOWANCE, "margin": MARGIN,
+              "kv_cache_dtype": args.kv_cache_dtype, "max_relative_error": MAX_RELATIVE_ERROR, "bf16_allowance": BF16_ALLOWANCE, "margin": MARGIN,
               "cases": cases}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)

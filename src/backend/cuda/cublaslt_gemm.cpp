@@ -95,14 +95,19 @@ const cublasLtMatmulAlgo_t& CublasLtGemm::algo_for(int m, int n, int k, bool y_f
   return exact_algos_.emplace(exact, heuristic(op, layouts)).first->second;
 }
 
+cublasStatus_t CublasLtGemm::launch(const Operation& op, const ActivationLayouts& layouts,
+                                    const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* x,
+                                    const __nv_bfloat16* weight, void* y, cudaStream_t stream) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(handle_, op.desc, &alpha, weight, op.weight, x, layouts.x, &beta, y, layouts.y, y, layouts.y,
+                        &algo, workspace_.data(), workspace_.bytes(), stream);
+}
+
 void CublasLtGemm::matmul(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32, int m, int n,
                           int k, cudaStream_t stream) {
   const Operation& op = operation_for(n, k, y_fp32);
   const ActivationLayouts layouts(m, n, k, y_fp32);
-  const cublasLtMatmulAlgo_t& algo = algo_for(m, n, k, y_fp32, op, layouts);
-  const float alpha = 1.0f, beta = 0.0f;
-  CUBLAS_CHECK(cublasLtMatmul(handle_, op.desc, &alpha, weight, op.weight, x, layouts.x, &beta, y, layouts.y, y,
-                              layouts.y, &algo, workspace_.data(), workspace_.bytes(), stream));
+  CUBLAS_CHECK(launch(op, layouts, algo_for(m, n, k, y_fp32, op, layouts), x, weight, y, stream));
 }
 
 CublasLtGemm::TuneResult CublasLtGemm::tune(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32,
@@ -113,11 +118,7 @@ CublasLtGemm::TuneResult CublasLtGemm::tune(const __nv_bfloat16* x, const __nv_b
   cudaEvent_t start = nullptr, stop = nullptr;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
-  const float alpha = 1.0f, beta = 0.0f;
-  const auto run = [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(handle_, op.desc, &alpha, weight, op.weight, x, layouts.x, &beta, y, layouts.y, y, layouts.y,
-                          &algo, workspace_.data(), workspace_.bytes(), stream);
-  };
+  const auto run = [&](const cublasLtMatmulAlgo_t& algo) { return launch(op, layouts, algo, x, weight, y, stream); };
   // The warm-up launch loads each candidate's module; candidates that fail to launch are dropped.
   std::vector<size_t> usable;
   for (size_t c = 0; c < candidates.size(); ++c)

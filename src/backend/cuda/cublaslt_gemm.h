@@ -66,6 +66,9 @@ class CublasLtGemm {
   std::vector<cublasLtMatmulAlgo_t> heuristics(const Operation& op, const ActivationLayouts& layouts, int count);
   const cublasLtMatmulAlgo_t& algo_for(int m, int n, int k, bool y_fp32, const Operation& op,
                                        const ActivationLayouts& layouts);
+  // y = x · weightᵀ with `algo` on the stream (no check: tune() drops algorithms that fail to launch).
+  cublasStatus_t launch(const Operation& op, const ActivationLayouts& layouts, const cublasLtMatmulAlgo_t& algo,
+                        const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;

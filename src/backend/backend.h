@@ -21,6 +21,10 @@ enum class KvCacheDtype { kBf16, kFp8E4m3 };
 // "bf16" | "fp8_e4m3": the name reports and logs use.
 const char* kv_cache_dtype_name(KvCacheDtype dtype);
 
+// Bytes one (token, KV head) K or V vector of head_dim elements takes in a KV cache of `dtype` stored as named (the
+// GPU's): 2 per element for bf16, 1 per element plus a 4-byte fp32 scale for fp8.
+int64_t kv_cache_vector_bytes(KvCacheDtype dtype, int head_dim);
+
 struct BackendOptions {
   std::string device = "auto";          // auto | cpu | cuda
   int block_size = 16;                  // tokens per KV block

@@ -5,6 +5,10 @@ namespace qinfer {
 
 const char* kv_cache_dtype_name(KvCacheDtype dtype) { return dtype == KvCacheDtype::kFp8E4m3 ? "fp8_e4m3" : "bf16"; }
 
+int64_t kv_cache_vector_bytes(KvCacheDtype dtype, int head_dim) {
+  return dtype == KvCacheDtype::kFp8E4m3 ? int64_t{head_dim} + 4 : int64_t{head_dim} * 2;
+}
+
 int32_t Batch::num_sampled() const {
   int32_t n = 0;
   for (const auto& s : sequences) n += s.sample ? 1 : 0;

@@ -162,11 +162,11 @@ void run_latency(const LatencyFlags& f) {
   // Bytes one decode step must read: every weight once (bf16) plus each sequence's K and V at its mean context.
   const double weight_bytes = static_cast<double>(c.num_parameters()) * 2;
   const double mean_context = f.input_len + (f.output_len - 1) / 2.0;
-  // KV bytes per (token, layer, K or V): kv_width elements of 2 bytes, or 1 byte each plus a 4-byte scale per head.
+  // KV bytes per (token, layer, K or V): one vector per KV head, as the GPU stores it.
   const KvCacheShape kv = backend->kv_cache();
-  const double kv_vector_bytes =
-      kv.dtype == KvCacheDtype::kFp8E4m3 ? c.kv_width() + 4.0 * c.num_kv_heads : 2.0 * c.kv_width();
-  const double kv_bytes = f.batch * mean_context * c.num_layers * 2.0 * kv_vector_bytes;
+  const double kv_token_bytes =
+      static_cast<double>(c.num_kv_heads) * static_cast<double>(kv_cache_vector_bytes(kv.dtype, c.head_dim));
+  const double kv_bytes = f.batch * mean_context * c.num_layers * 2.0 * kv_token_bytes;
   const double step_bytes = weight_bytes + kv_bytes;
   const double bandwidth = median > 0 ? step_bytes / median : 0;
   int64_t memory = -1;

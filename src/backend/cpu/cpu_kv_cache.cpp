@@ -27,7 +27,8 @@ CpuKvCache::CpuKvCache(KvCacheDtype dtype, int num_layers, int64_t num_blocks, i
 
 int64_t CpuKvCache::block_bytes(KvCacheDtype dtype, int num_layers, int block_size, int num_kv_heads, int head_dim) {
   const int64_t vectors = int64_t{2} * num_layers * block_size * num_kv_heads;
-  return dtype == KvCacheDtype::kFp8E4m3 ? vectors * (head_dim + 4) : vectors * head_dim * 4;
+  // fp8 as on the GPU; the fp32 reference stores 4 bytes per element where the GPU stores bf16.
+  return dtype == KvCacheDtype::kFp8E4m3 ? vectors * kv_cache_vector_bytes(dtype, head_dim) : vectors * head_dim * 4;
 }
 
 void CpuKvCache::write(int layer, Part part, int64_t block, int offset, const float* vector) {

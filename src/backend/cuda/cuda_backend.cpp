@@ -187,8 +187,8 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   // layer's K or V is num_kv_heads * block_size vectors of head_dim elements (bf16, or E4M3 plus an fp32 scale).
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const size_t vector_bytes = fp8_cache ? static_cast<size_t>(c.head_dim) + 4 : static_cast<size_t>(c.head_dim) * 2;
-  const size_t block_bytes = static_cast<size_t>(c.num_layers) * 2 * c.num_kv_heads * options.block_size * vector_bytes;
+  const size_t block_bytes = static_cast<size_t>(c.num_layers) * 2 * c.num_kv_heads * options.block_size *
+                             static_cast<size_t>(kv_cache_vector_bytes(options.kv_cache_dtype, c.head_dim));
   const double used = static_cast<double>(total_bytes - free_bytes);
   const double budget = options.kv_cache_bytes > 0
                             ? static_cast<double>(options.kv_cache_bytes)

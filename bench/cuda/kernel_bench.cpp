@@ -33,6 +33,14 @@ constexpr double kCopyCeiling = 4.27e12;   // bytes/s, measured H200 device copy
 constexpr double kMatmulCeiling = 788e12;  // FLOP/s, measured H200 bf16 GEMM
 constexpr int kHeads = 32, kKvHeads = 8, kHeadDim = 128;
 
+// A device copy of a host vector (bench inputs: tables, metadata, parameters).
+template <typename T>
+DeviceBuffer device_copy(const std::vector<T>& host) {
+  DeviceBuffer buffer(host.size() * sizeof(T), "bench");
+  CUDA_CHECK(cudaMemcpy(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return buffer;
+}
+
 struct Row {
   std::string kernel, shape;
   double seconds;
@@ -141,8 +149,7 @@ class Bench {
     while (std::gcd(multiplier, static_cast<int64_t>(num_blocks)) != 1) multiplier += 2;
     for (int i = 0; i < num_blocks; ++i)
       tables[static_cast<size_t>(i)] = static_cast<int32_t>(i * multiplier % num_blocks);
-    pool.tables = DeviceBuffer(tables.size() * 4, "bench tables");
-    CUDA_CHECK(cudaMemcpy(pool.tables.data(), tables.data(), tables.size() * 4, cudaMemcpyHostToDevice));
+    pool.tables = device_copy(tables);
     return pool;
   }
 
@@ -157,10 +164,8 @@ class Bench {
     DecodeSetup d;
     std::vector<int32_t> rows(static_cast<size_t>(sequences)), lens(static_cast<size_t>(sequences), context);
     for (int s = 0; s < sequences; ++s) rows[static_cast<size_t>(s)] = s;
-    d.rows = DeviceBuffer(rows.size() * 4, "bench");
-    d.lens = DeviceBuffer(lens.size() * 4, "bench");
-    CUDA_CHECK(cudaMemcpy(d.rows.data(), rows.data(), rows.size() * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d.lens.data(), lens.data(), lens.size() * 4, cudaMemcpyHostToDevice));
+    d.rows = device_copy(rows);
+    d.lens = device_copy(lens);
     const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(sequences, num_sms()));
     d.split_out = DeviceBuffer(split_rows * kHeads * kHeadDim * 4, "bench");
     d.split_lse = DeviceBuffer(split_rows * kHeads * 4, "bench");
@@ -265,8 +270,7 @@ class Bench {
         out(static_cast<size_t>(length) * kHeads * kHeadDim * 2, "bench out");
     fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(length) * kHeads * kHeadDim, 6, 1.0f, stream_);
     const std::vector<int32_t> meta = {0, 0, length, 0};  // table row, q start, q len, cached
-    DeviceBuffer dmeta(meta.size() * 4, "bench");
-    CUDA_CHECK(cudaMemcpy(dmeta.data(), meta.data(), meta.size() * 4, cudaMemcpyHostToDevice));
+    const DeviceBuffer dmeta = device_copy(meta);
     const PrefillAttentionParams p = one_prompt_attention(pool, q, out, dmeta, length);
     // Causal: query i attends to i + 1 keys; QK^T and PV are 2 * head_dim FLOPs per (query, key) each.
     const double flops = 4.0 * kHeadDim * kHeads * (static_cast<double>(length) * (length + 1) / 2);
@@ -315,11 +319,8 @@ class Bench {
       positions[static_cast<size_t>(t)] = decode ? decode_context - 1 : t;
       slots[static_cast<size_t>(t)] = decode ? static_cast<int64_t>(t) * 16 : t;  // decode: the first slot of block t
     }
-    DeviceBuffer d_ids(m * 4, "bench"), d_positions(m * 4, "bench"), d_slots(m * 8, "bench"), d_meta(16, "bench");
-    CUDA_CHECK(cudaMemcpy(d_ids.data(), ids.data(), m * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_positions.data(), positions.data(), m * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_slots.data(), slots.data(), m * 8, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_meta.data(), meta.data(), 16, cudaMemcpyHostToDevice));
+    const DeviceBuffer d_ids = device_copy(ids), d_positions = device_copy(positions), d_slots = device_copy(slots),
+                       d_meta = device_copy(meta);
 
     FusedAddRmsNormParams norm;
     norm.residual = residual.as<float>();
@@ -434,9 +435,7 @@ class Bench {
     for (int i = 0; i < pool_blocks; ++i)
       src[static_cast<size_t>(i)] = static_cast<int32_t>(i * multiplier % pool_blocks);
     valid.back() = context - (blocks - 1) * kBlock;
-    DeviceBuffer d_src(src.size() * 4, "bench"), d_valid(valid.size() * 4, "bench");
-    CUDA_CHECK(cudaMemcpy(d_src.data(), src.data(), src.size() * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d_valid.data(), valid.data(), valid.size() * 4, cudaMemcpyHostToDevice));
+    const DeviceBuffer d_src = device_copy(src), d_valid = device_copy(valid);
     KvDequantGatherParams params;
     params.k_cache = k.as<uint8_t>();
     params.v_cache = v.as<uint8_t>();
@@ -519,9 +518,7 @@ class Bench {
     params.top_k = top_k;
     params.top_p = top_p;
     const std::vector<DeviceSamplingParams> all(static_cast<size_t>(rows), params);
-    DeviceBuffer dparams(all.size() * sizeof(DeviceSamplingParams), "bench");
-    CUDA_CHECK(
-        cudaMemcpy(dparams.data(), all.data(), all.size() * sizeof(DeviceSamplingParams), cudaMemcpyHostToDevice));
+    const DeviceBuffer dparams = device_copy(all);
     SamplingKernelParams p{logits.as<float>(),
                            work.as<float>(),
                            probs.as<float>(),

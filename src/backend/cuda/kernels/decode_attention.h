@@ -49,7 +49,8 @@ struct DecodeAttentionParams {
 // (decode_attention_bulk_copy_available) for batches above kDecodeAttentionSmallBatch sequences, else the cp.async
 // kernel (small batches have their own tuning). Over an fp8 cache: kFp8Direct runs the direct-fragment kernel
 // (decode_attention_fp8_direct.cu), kAuto runs kFp8DecodeAttentionKernel, anything else the staging cp.async kernel (a
-// bulk-copy fp8 variant measured no faster, docs/CUDA_NOTES.md "fp8 KV cache", and lives on branch fp8tma).
+// bulk-copy fp8 variant measured no faster, docs/CUDA_NOTES.md "fp8 KV cache", and lives on branch fp8tma). kFp8Direct
+// over a bf16 cache is a programmer error.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kFp8Direct };
 constexpr int kDecodeAttentionSmallBatch = 4;
 

@@ -144,18 +144,19 @@ __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int 
   }
 }
 
-// Head dim of column `column` (0..7) of the O accumulator's n-block `block`, in the natural order.
-struct NaturalOutputDims {
-  __device__ int operator()(int block, int column) const { return block * 8 + column; }
+// Where head dim `dim` sits among the O accumulator's columns (n-block * 8 + column), in the natural order.
+struct NaturalColumns {
+  __device__ int operator()(int dim) const { return dim; }
 };
 
 // The end of a block, once no copy into shared memory is pending: the four warps' states merged through `scratch`
-// (the tile ring, [kWarps][kGroupRows][kHeadDim] fp32), the group's output (one split) or split partial stored, and,
-// with arrival counters, the splits merged by the last block of this (sequence, KV head) to finish. `output_dim` maps
-// an O accumulator column to its head dim (a kernel may hold O's dims permuted).
-template <int kHeadDim, typename OutputDim = NaturalOutputDims>
+// (the tile ring, [kWarps][kGroupRows][kHeadDim] fp32 in accumulator column order), the group's output (one split) or
+// split partial stored, and, with arrival counters, the splits merged by the last block of this (sequence, KV head)
+// to finish. `column_of(dim)` maps a head dim to its accumulator column (a kernel may hold O's dims permuted); it is
+// applied where the merge reads, whose lanes read consecutive dims, so the warps' stores stay 8-byte vectors.
+template <int kHeadDim, typename ColumnOf = NaturalColumns>
 __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w, WarpState<kHeadDim>& st,
-                             float* scratch, int warp, int lane, OutputDim output_dim = {}) {
+                             float* scratch, int warp, int lane, ColumnOf column_of = {}) {
   constexpr int kDimBlocks = kHeadDim / 8;
   __syncthreads();  // all warps are done with the tiles: their space becomes the merge scratch
 #pragma unroll
@@ -172,12 +173,10 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
       warp_max[warp][row] = st.row_max[r];
       warp_sum[warp][row] = st.row_sum[r];
     }
-    float* scratch_row = scratch + (warp * kGroupRows + row) * kHeadDim;
 #pragma unroll
-    for (int nb = 0; nb < kDimBlocks; ++nb) {
-      scratch_row[output_dim(nb, (lane % 4) * 2)] = st.o[nb][2 * r];
-      scratch_row[output_dim(nb, (lane % 4) * 2 + 1)] = st.o[nb][2 * r + 1];
-    }
+    for (int nb = 0; nb < kDimBlocks; ++nb)
+      *reinterpret_cast<float2*>(scratch + (warp * kGroupRows + row) * kHeadDim + nb * 8 + (lane % 4) * 2) =
+          make_float2(st.o[nb][2 * r], st.o[nb][2 * r + 1]);
   }
   __syncthreads();
   for (int index = threadIdx.x; index < w.group * kHeadDim; index += kThreads) {
@@ -190,7 +189,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
     for (int v = 0; v < kWarps; ++v) {
       const float a = rescale_factor(warp_max[v][g], m);
       sum += warp_sum[v][g] * a;
-      acc += scratch[(v * kGroupRows + g) * kHeadDim + d] * a;
+      acc += scratch[(v * kGroupRows + g) * kHeadDim + column_of(d)] * a;
     }
     const int head = w.kv_head * w.group + g;
     const float value = sum > 0 ? acc / sum : 0.0f;

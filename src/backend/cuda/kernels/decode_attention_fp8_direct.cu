@@ -81,12 +81,6 @@ __device__ __forceinline__ void load_tile(uint8_t* k_tile, uint8_t* v_tile, floa
   }
 }
 
-// O's columns are held in output_dim order (decode_attention_fp8_fragments.cuh).
-template <int kHeadDim>
-struct PermutedOutputDims {
-  __device__ int operator()(int block, int column) const { return output_dim<kHeadDim>(block, column); }
-};
-
 // grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel; one barrier per tile.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads, kDirectBlocksPerSm)
@@ -141,7 +135,7 @@ __global__ void __launch_bounds__(kThreads, kDirectBlocksPerSm)
   }
   apply_v_reference(st, v_reference * fp8_code_unit());
   cp_async_wait_all();
-  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane, PermutedOutputDims<kHeadDim>{});
+  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane, PermutedColumns<kHeadDim>{});
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 // - O = P·V sums over keys, but its B fragment gives a thread one dim (n = lane / 4) of four keys. Here the output
 //   dims are permuted instead: output column n of n-block j is dim n * (head_dim / 8) + j (output_dim below), so a
 //   thread reads one contiguous run of head_dim / 8 bytes of each of its four keys and pairs bytes of two keys with
-//   one byte permute. finish_block stores O through the same mapping.
+//   one byte permute. finish_block reads O through the inverse map (PermutedColumns).
 // E4M3 -> fp16: one packed cvt per two values on sm_89+; on sm_80 by bit moves (a byte s eeee mmm placed as fp16
 // s 0 eeee mmm 0000000 is exactly its value x 2^-8, subnormals included), with 256 folded into the scales.
 #pragma once
@@ -58,6 +58,12 @@ template <int kHeadDim>
 __host__ __device__ constexpr int output_dim(int block, int column) {
   return column * (kHeadDim / 8) + block;
 }
+
+// The inverse of output_dim: the O accumulator column (n-block * 8 + column) that holds head dim `dim`.
+template <int kHeadDim>
+struct PermutedColumns {
+  __device__ int operator()(int dim) const { return dim % (kHeadDim / 8) * 8 + dim / (kHeadDim / 8); }
+};
 
 // What one fp16 code of the conversion below is worth in units of the E4M3 value.
 __device__ __forceinline__ float fp8_code_unit() {

@@ -8,7 +8,12 @@
 #     cuda_backend_tests_direct (optional)    the same tests built with kFp8DecodeAttentionKernel set to kFp8Direct in
 #                                             src/backend/cuda/kernels/decode_attention.h, so the backend parity tests
 #                                             run the direct kernel end to end
-#   Build them on the development machine (CUDA_ARCHITECTURES=90a), strip them and carry BIN_DIR.
+#   Build them on the development machine (CUDA_ARCHITECTURES=90a), strip them and carry BIN_DIR; the direct build from
+#   an exported copy of the tree, e.g.
+#     git archive HEAD | tar -x -C /tmp/direct && ln -s "$PWD/web/node_modules" /tmp/direct/web/node_modules &&
+#     sed -i 's/kFp8DecodeAttentionKernel = DecodeAttentionKernel::kCpAsync/kFp8DecodeAttentionKernel = \
+#       DecodeAttentionKernel::kFp8Direct/' /tmp/direct/src/backend/cuda/kernels/decode_attention.h
+#   then configure /tmp/direct as usual and build cuda_backend_tests there.
 # Steps: (1) SASS instruction counts of both fp8 kernels' head_dim 128 instantiations, when cuobjdump is installed;
 # (2) the fp8 decode attention tests of both kernels and the split planner (45 s: a hang means a barrier bug);
 # (3) cuda_kernel_bench decode_attention at 64 x 8192, 256 x 1536, 64 x 640, 16 x 32768 (bf16, fp8 staging and fp8

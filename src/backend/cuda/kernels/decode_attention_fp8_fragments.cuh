@@ -62,8 +62,27 @@ __host__ __device__ constexpr int output_dim(int block, int column) {
 // The inverse of output_dim: the O accumulator column (n-block * 8 + column) that holds head dim `dim`.
 template <int kHeadDim>
 struct PermutedColumns {
-  __device__ int operator()(int dim) const { return dim % (kHeadDim / 8) * 8 + dim / (kHeadDim / 8); }
+  __host__ __device__ constexpr int operator()(int dim) const {
+    return dim % (kHeadDim / 8) * 8 + dim / (kHeadDim / 8);
+  }
 };
+
+// Compile-time checks of the three maps: k_dim hits every dim once, PermutedColumns inverts output_dim.
+template <int kHeadDim>
+constexpr bool fragment_maps_are_permutations() {
+  bool seen[kHeadDim] = {};
+  for (int step = 0; step < kHeadDim / 16; ++step)
+    for (int column = 0; column < 16; ++column) {
+      const int dim = k_dim<kHeadDim>(step, column);
+      if (dim < 0 || dim >= kHeadDim || seen[dim]) return false;
+      seen[dim] = true;
+    }
+  for (int block = 0; block < kHeadDim / 8; ++block)
+    for (int column = 0; column < 8; ++column)
+      if (PermutedColumns<kHeadDim>{}(output_dim<kHeadDim>(block, column)) != block * 8 + column) return false;
+  return true;
+}
+static_assert(fragment_maps_are_permutations<64>() && fragment_maps_are_permutations<128>());
 
 // What one fp16 code of the conversion below is worth in units of the E4M3 value.
 __device__ __forceinline__ float fp8_code_unit() {

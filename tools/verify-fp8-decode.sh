@@ -27,10 +27,11 @@ bench="$bin_dir/cuda_kernel_bench"
 tests_direct="$bin_dir/cuda_backend_tests_direct"
 summary=()
 
-# "N passed, N failed, N skipped" of a gtest log.
+# "N passed, N failed, N skipped" of a gtest log (the lines printed as each test ends, not the summary's repeats).
 counts() {
-  echo "$(grep -c '^\[       OK \]' "$1") passed, $(grep -c '^\[  FAILED  \] [A-Za-z]' "$1") failed," \
-    "$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$1") skipped"
+  local ended=' \([0-9]+ ms\)$'
+  echo "$(grep -cE "^\[       OK \] .*$ended" "$1") passed, $(grep -cE "^\[  FAILED  \] .*$ended" "$1") failed," \
+    "$(grep -cE "^\[  SKIPPED \] .*$ended" "$1") skipped"
 }
 
 # (1) Per-opcode counts of each fp8 kernel (whole kernel: the unrolled tile loop dominates).

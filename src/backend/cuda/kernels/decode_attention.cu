@@ -25,7 +25,7 @@ bool runs_fp8_direct(DecodeAttentionKernel kernel) {
 // Blocks of the attention kernels resident on one SM, from shared memory alone (228 KB per SM on Hopper, 1 KB of it
 // reserved per block, up to 1 KB of alignment slack in the bulk-copy kernel; registers and threads allow more): the
 // bf16 kernels' tile ring, the staging fp8 kernel's ring and staging tiles, or the direct fp8 kernel's ring (its
-// registers cap it at 4). Only steers the split plan, so an estimate suffices.
+// registers allow the kBlocksPerSm its launch bounds ask for). Only steers the split plan, so an estimate suffices.
 template <int kHeadDim>
 constexpr int resident_blocks_per_sm(bool fp8, bool fp8_direct) {
   constexpr int kStaticShared = 2 * kWarps * kGroupRows * 4 + 16 + kStages * 8;
@@ -33,7 +33,7 @@ constexpr int resident_blocks_per_sm(bool fp8, bool fp8_direct) {
                              : fp8_direct ? Fp8DirectLayout<kHeadDim>::kSharedBytes
                                           : Fp8Layout<kHeadDim>::kSharedBytes;
   const int by_shared = (228 * 1024) / (dynamic_shared + 1024 + kStaticShared + 1024);
-  return std::min(fp8 && fp8_direct ? 4 : 16, by_shared);
+  return std::min(fp8 && fp8_direct ? Fp8DirectLayout<kHeadDim>::kBlocksPerSm : 16, by_shared);
 }
 
 // grid (num_splits, num_kv_heads, num_decode). The query heads of one GQA group are the rows of an m16 tile, so K and

@@ -1,8 +1,8 @@
 // Decode attention over the fp8 KV cache with the conversion out of the tile chain: decode_attention_fp8.cu's blocks
 // and cp.async ring, but each warp builds its tensor-core fragments straight from the ring's E4M3 bytes
 // (decode_attention_fp8_fragments.cuh) instead of staging fp16 copies of its keys. Without staging tiles a head_dim
-// 128 block needs 53.5 KB of shared memory, so four blocks (16 warps) share an SM instead of three; and the pages of a
-// tile's rows are looked up one iteration before its copies start, so no block-table load sits in front of them.
+// 128 block needs 53.5 KB of shared memory, so four blocks (16 warps) share a Hopper SM instead of three; and the pages
+// of a tile's rows are looked up one iteration before its copies start, so no block-table load sits in front of them.
 // UNVERIFIED ON GPU (docs/CUDA_NOTES.md, "fp8 decode attention, direct fragments").
 #include <utility>
 
@@ -16,8 +16,6 @@ namespace qinfer::cuda {
 namespace {
 
 using namespace decode_block;
-
-constexpr int kDirectBlocksPerSm = 4;
 
 // The pages of this thread's copy rows of one tile, looked up ahead of the copies (-1: the row is at or past `end`).
 // Data rows: threadIdx.x / kChunks + pass * kRowsPerPass; threads [0, 32) also copy one 16-byte chunk of 4 scales.
@@ -83,7 +81,7 @@ __device__ __forceinline__ void load_tile(uint8_t* k_tile, uint8_t* v_tile, floa
 
 // grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel; one barrier per tile.
 template <int kHeadDim>
-__global__ void __launch_bounds__(kThreads, kDirectBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, Fp8DirectLayout<kHeadDim>::kBlocksPerSm)
     decode_attention_fp8_direct_kernel(DecodeAttentionParams p) {
   using Layout = Fp8DirectLayout<kHeadDim>;
   allow_dependents();

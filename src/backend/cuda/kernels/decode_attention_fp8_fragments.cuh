@@ -36,6 +36,7 @@ struct Fp8DirectLayout {
   static constexpr int kScaleBytes = kFp8Stages * 2 * kTileTokens * 4;
   static constexpr int kQueryBytes = kHeadDim / 16 * 32 * 16;
   static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kQueryBytes;
+  static constexpr int kBlocksPerSm = 4;  // its __launch_bounds__: at most 128 registers per thread
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
 };
 

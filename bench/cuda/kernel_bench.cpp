@@ -231,10 +231,14 @@ class Bench {
     fp8.v_fp8 = pool.v.as<uint8_t>();
     fp8.k_scales = k_scales.as<float>();
     fp8.v_scales = v_scales.as<float>();
-    plan_decode_attention_splits(fp8, context, num_sms());
+    plan_decode_attention_splits(fp8, context, num_sms(), DecodeAttentionKernel::kCpAsync);
     const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
     record("decode attention fp8 cp.async", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes,
            true);
+    DecodeAttentionParams fp8_direct = fp8;
+    plan_decode_attention_splits(fp8_direct, context, num_sms(), DecodeAttentionKernel::kFp8Direct);
+    record("decode attention fp8 direct", shape_of(fp8_direct),
+           time_kernel(fp8_direct, DecodeAttentionKernel::kFp8Direct), fp8_bytes, true);
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,

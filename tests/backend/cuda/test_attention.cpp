@@ -87,6 +87,17 @@ struct PagedCache {
     quantize(k, k_fp8, k_scales, k_dequantized);
     quantize(v, v_fp8, v_scales, v_dequantized);
   }
+  // NaN scales in the slots past each sequence's context in its last block (after quantize_fp8), as never-written
+  // slots may hold: the kernels copy scales 4 at a time, so a partial chunk brings some of them in.
+  void poison_fp8_scales_past_context(const std::vector<int>& context_lens) {
+    for (size_t seq = 0; seq < context_lens.size(); ++seq)
+      for (int token = context_lens[seq]; token % block_size != 0; ++token)
+        for (int h = 0; h < shape.num_kv_heads; ++h) {
+          const size_t vector = row_offset(static_cast<int>(seq), token, h) / static_cast<size_t>(shape.head_dim);
+          k_scales[vector] = NAN;
+          v_scales[vector] = NAN;
+        }
+  }
   // NaN in K and V of the slots past each sequence's context in its last block, as stale or never-written cache
   // slots may hold: a kernel that reads them into its products (even multiplied by a probability of 0) fails.
   void poison_past_context(const std::vector<int>& context_lens) {
@@ -158,7 +169,9 @@ void poison_block_tails(PagedCache& cache, const std::vector<int>& context_lens)
 }
 
 std::string kernel_name(DecodeAttentionKernel kernel) {
-  return kernel == DecodeAttentionKernel::kBulkCopy ? "bulk copy" : "cp.async";
+  return kernel == DecodeAttentionKernel::kBulkCopy    ? "bulk copy"
+         : kernel == DecodeAttentionKernel::kFp8Direct ? "direct"
+                                                       : "cp.async";
 }
 
 // The KV cache a decode attention case reads: bf16, or fp8 (the same random values through the host quantiser,
@@ -180,8 +193,11 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   constexpr int kPlannedContext = 8192;
   const int seqs = static_cast<int>(context_lens.size());
   PagedCache cache(shape, context_lens, rng, split_case.block_size);
-  poison_block_tails(cache, context_lens);  // for fp8: NaN bytes (0x7F) with scale 0
-  if (fp8) cache.quantize_fp8();
+  poison_block_tails(cache, context_lens);  // for fp8: NaN bytes (0x7F), then NaN scales
+  if (fp8) {
+    cache.quantize_fp8();
+    cache.poison_fp8_scales_past_context(context_lens);
+  }
   const auto q = random_bf16(static_cast<size_t>(seqs) * shape.num_heads * shape.head_dim, rng, 2.0f);
   std::vector<int32_t> table_rows(static_cast<size_t>(seqs)), q_rows(static_cast<size_t>(seqs));
   std::iota(table_rows.begin(), table_rows.end(), 0);
@@ -220,7 +236,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
     GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build on a compute 9.0 device";
   size_t split_rows = 0;
   if (split_case.num_sms > 0) {
-    plan_decode_attention_splits(p, kPlannedContext, split_case.num_sms);
+    plan_decode_attention_splits(p, kPlannedContext, split_case.num_sms, kernel);
     split_rows = static_cast<size_t>(decode_attention_max_split_rows(seqs, split_case.num_sms));
     ASSERT_LE(static_cast<size_t>(p.num_decode * p.num_splits), split_rows);
   } else {
@@ -265,10 +281,11 @@ INSTANTIATE_TEST_SUITE_P(Bf16, DecodeAttentionTest,
                                             ::testing::Values(DecodeAttentionKernel::kCpAsync,
                                                               DecodeAttentionKernel::kBulkCopy),
                                             ::testing::Values(CacheDtype::kBf16)));
-// An fp8 cache has one kernel, cp.async (launch_decode_attention_fp8).
+// An fp8 cache has two kernels: the staging cp.async one and the direct-fragment one (decode_attention.h).
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
                          ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
-                                            ::testing::Values(DecodeAttentionKernel::kCpAsync),
+                                            ::testing::Values(DecodeAttentionKernel::kCpAsync,
+                                                              DecodeAttentionKernel::kFp8Direct),
                                             ::testing::Values(CacheDtype::kFp8)));
 
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
@@ -280,17 +297,19 @@ TEST(DecodeAttentionPlan, CoversContextAndFitsSplitRows) {
       for (int num_sms : {1, 16, 132})
         for (int num_decode : {1, 3, 64, 256, 1024})
           for (int context : {1, 63, 64, 65, 1536, 8192, 32768, 262144})
-            for (bool fp8 : {false, true}) {
+            for (DecodeAttentionKernel kernel :
+                 {DecodeAttentionKernel::kAuto, DecodeAttentionKernel::kCpAsync, DecodeAttentionKernel::kFp8Direct}) {
+              const bool fp8 = kernel != DecodeAttentionKernel::kAuto;
               DecodeAttentionParams p;
               p.k_fp8 = fp8 ? &fp8_pool_stand_in : nullptr;
               p.num_decode = num_decode;
               p.num_heads = 4 * num_kv_heads;
               p.num_kv_heads = num_kv_heads;
               p.head_dim = head_dim;
-              plan_decode_attention_splits(p, context, num_sms);
-              SCOPED_TRACE(::testing::Message()
-                           << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs " << num_sms
-                           << ", sequences " << num_decode << ", context " << context << (fp8 ? ", fp8" : ", bf16"));
+              plan_decode_attention_splits(p, context, num_sms, kernel);
+              SCOPED_TRACE(::testing::Message() << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs "
+                                                << num_sms << ", sequences " << num_decode << ", context " << context
+                                                << (fp8 ? ", fp8 " + kernel_name(kernel) : ", bf16"));
               ASSERT_GE(p.num_splits, 1);
               ASSERT_GT(p.tokens_per_split, 0);
               EXPECT_EQ(p.tokens_per_split % 64, 0);

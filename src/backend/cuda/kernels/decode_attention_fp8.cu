@@ -5,11 +5,11 @@
 // folded in where they cost least: a key's K scale multiplies its score, its V scale its probability. Scaling every
 // element instead (bf16(float(byte) * scale), then the bf16 tile step) made the kernel instruction-bound at the bf16
 // kernel's speed (docs/CUDA_NOTES.md).
-#include "backend/cuda/cuda_check.h"
+#include <utility>
+
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
-#include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
 namespace qinfer::cuda {
@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, 3) decode_attention_fp8_kernel(Decod
     const int next = tile + kFp8Stages - 1;
     if (next < w.num_tiles) load(next);
     cp_async_commit();
-    // Rows past `end` were zero-filled (bytes and scales), so they hold finite zeros.
+    // Rows past `end` were zero-filled; stale scales past it are masked (fp8_tile_probabilities).
     attend_fp8_tile<kHeadDim>(st, v_reference, staging, k_stage(tile), k_stage(tile) + Layout::kTileBytes,
                               k_scale_stage(tile), k_scale_stage(tile) + kTileTokens, w.begin + tile * kTileTokens,
                               w.end, scale_log2, warp, lane);
@@ -101,25 +101,12 @@ __global__ void __launch_bounds__(kThreads, 3) decode_attention_fp8_kernel(Decod
   finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane);
 }
 
-template <int kHeadDim>
-void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
-  using Layout = Fp8Layout<kHeadDim>;
-  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= Layout::kRingBytes, "merge scratch must fit in the ring");
-  constexpr int kShared = Layout::kSharedBytes;
-  const auto kernel = decode_attention_fp8_kernel<kHeadDim>;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
-  CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  launch_dependent(kernel, dim3(p.num_splits, p.num_kv_heads, p.num_decode), kThreads, kShared, stream, p);
-}
-
 }  // namespace
 
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream) {
-  QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
-               params.v_scales != nullptr && params.block_size % 16 == 0);
-  if (params.num_decode == 0) return;
-  with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
+  launch_fp8_decode_kernel(params, stream, [](auto dim) {
+    return std::pair(decode_attention_fp8_kernel<decltype(dim)::value>, Fp8Layout<decltype(dim)::value>::kSharedBytes);
+  });
 }
 
 }  // namespace qinfer::cuda

@@ -220,7 +220,7 @@ class Bench {
       record("decode attention bulk copy", shape_of(p), time_kernel(p, DecodeAttentionKernel::kBulkCopy), bytes, true);
 
     // The same pool as an fp8 cache: random bytes (NaN codes included: the speed does not depend on the values) and
-    // scales, in the bf16 pool's buffers (half their size is used), planned for the fp8 kernels' resident blocks.
+    // scales, in the bf16 pool's buffers (half their size is used), planned for the fp8 kernel's resident blocks.
     // Bytes: E4M3 data plus one fp32 scale per vector.
     const size_t vectors = static_cast<size_t>(pool.num_blocks) * kKvHeads * 16;
     DeviceBuffer k_scales(vectors * 4, "bench"), v_scales(vectors * 4, "bench");
@@ -231,14 +231,9 @@ class Bench {
     fp8.v_fp8 = pool.v.as<uint8_t>();
     fp8.k_scales = k_scales.as<float>();
     fp8.v_scales = v_scales.as<float>();
-    plan_decode_attention_splits(fp8, context, num_sms(), DecodeAttentionKernel::kCpAsync);
+    plan_decode_attention_splits(fp8, context, num_sms());
     const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
-    record("decode attention fp8 cp.async", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes,
-           true);
-    DecodeAttentionParams fp8_direct = fp8;
-    plan_decode_attention_splits(fp8_direct, context, num_sms(), DecodeAttentionKernel::kFp8Direct);
-    record("decode attention fp8 direct", shape_of(fp8_direct),
-           time_kernel(fp8_direct, DecodeAttentionKernel::kFp8Direct), fp8_bytes, true);
+    record("decode attention fp8", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kAuto), fp8_bytes, true);
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,

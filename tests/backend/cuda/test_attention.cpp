@@ -169,9 +169,9 @@ void poison_block_tails(PagedCache& cache, const std::vector<int>& context_lens)
 }
 
 std::string kernel_name(DecodeAttentionKernel kernel) {
-  return kernel == DecodeAttentionKernel::kBulkCopy    ? "bulk copy"
-         : kernel == DecodeAttentionKernel::kFp8Direct ? "direct"
-                                                       : "cp.async";
+  return kernel == DecodeAttentionKernel::kBulkCopy ? "bulk copy"
+         : kernel == DecodeAttentionKernel::kAuto   ? "auto"
+                                                    : "cp.async";
 }
 
 // The KV cache a decode attention case reads: bf16, or fp8 (the same random values through the host quantiser,
@@ -236,7 +236,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
     GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build on a compute 9.0 device";
   size_t split_rows = 0;
   if (split_case.num_sms > 0) {
-    plan_decode_attention_splits(p, kPlannedContext, split_case.num_sms, kernel);
+    plan_decode_attention_splits(p, kPlannedContext, split_case.num_sms);
     split_rows = static_cast<size_t>(decode_attention_max_split_rows(seqs, split_case.num_sms));
     ASSERT_LE(static_cast<size_t>(p.num_decode * p.num_splits), split_rows);
   } else {
@@ -281,11 +281,10 @@ INSTANTIATE_TEST_SUITE_P(Bf16, DecodeAttentionTest,
                                             ::testing::Values(DecodeAttentionKernel::kCpAsync,
                                                               DecodeAttentionKernel::kBulkCopy),
                                             ::testing::Values(CacheDtype::kBf16)));
-// An fp8 cache has two kernels: the staging cp.async one and the direct-fragment one (decode_attention.h).
+// An fp8 cache has one kernel (decode_attention.h), whatever is asked.
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
                          ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
-                                            ::testing::Values(DecodeAttentionKernel::kCpAsync,
-                                                              DecodeAttentionKernel::kFp8Direct),
+                                            ::testing::Values(DecodeAttentionKernel::kAuto),
                                             ::testing::Values(CacheDtype::kFp8)));
 
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the
@@ -297,19 +296,17 @@ TEST(DecodeAttentionPlan, CoversContextAndFitsSplitRows) {
       for (int num_sms : {1, 16, 132})
         for (int num_decode : {1, 3, 64, 256, 1024})
           for (int context : {1, 63, 64, 65, 1536, 8192, 32768, 262144})
-            for (DecodeAttentionKernel kernel :
-                 {DecodeAttentionKernel::kAuto, DecodeAttentionKernel::kCpAsync, DecodeAttentionKernel::kFp8Direct}) {
-              const bool fp8 = kernel != DecodeAttentionKernel::kAuto;
+            for (bool fp8 : {false, true}) {
               DecodeAttentionParams p;
               p.k_fp8 = fp8 ? &fp8_pool_stand_in : nullptr;
               p.num_decode = num_decode;
               p.num_heads = 4 * num_kv_heads;
               p.num_kv_heads = num_kv_heads;
               p.head_dim = head_dim;
-              plan_decode_attention_splits(p, context, num_sms, kernel);
-              SCOPED_TRACE(::testing::Message() << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs "
-                                                << num_sms << ", sequences " << num_decode << ", context " << context
-                                                << (fp8 ? ", fp8 " + kernel_name(kernel) : ", bf16"));
+              plan_decode_attention_splits(p, context, num_sms);
+              SCOPED_TRACE(::testing::Message()
+                           << "head_dim " << head_dim << ", kv heads " << num_kv_heads << ", SMs " << num_sms
+                           << ", sequences " << num_decode << ", context " << context << (fp8 ? ", fp8" : ", bf16"));
               ASSERT_GE(p.num_splits, 1);
               ASSERT_GT(p.tokens_per_split, 0);
               EXPECT_EQ(p.tokens_per_split % 64, 0);

@@ -6,7 +6,6 @@
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -16,24 +15,16 @@ namespace {
 
 using namespace decode_block;
 
-// What runs an fp8-cache launch asked to run `kernel`: the direct kernel or the staging one.
-bool runs_fp8_direct(DecodeAttentionKernel kernel) {
-  return (kernel == DecodeAttentionKernel::kAuto ? kFp8DecodeAttentionKernel : kernel) ==
-         DecodeAttentionKernel::kFp8Direct;
-}
-
 // Blocks of the attention kernels resident on one SM, from shared memory alone (228 KB per SM on Hopper, 1 KB of it
 // reserved per block, up to 1 KB of alignment slack in the bulk-copy kernel; registers and threads allow more): the
-// bf16 kernels' tile ring, the staging fp8 kernel's ring and staging tiles, or the direct fp8 kernel's ring (its
-// registers allow the kBlocksPerSm its launch bounds ask for). Only steers the split plan, so an estimate suffices.
+// bf16 kernels' tile ring, or the fp8 kernel's ring (its registers allow the kBlocksPerSm its launch bounds ask for).
+// Only steers the split plan, so an estimate suffices.
 template <int kHeadDim>
-constexpr int resident_blocks_per_sm(bool fp8, bool fp8_direct) {
+constexpr int resident_blocks_per_sm(bool fp8) {
   constexpr int kStaticShared = 2 * kWarps * kGroupRows * 4 + 16 + kStages * 8;
-  const int dynamic_shared = !fp8         ? ring_bytes<kHeadDim>()
-                             : fp8_direct ? Fp8DirectLayout<kHeadDim>::kSharedBytes
-                                          : Fp8Layout<kHeadDim>::kSharedBytes;
+  const int dynamic_shared = fp8 ? Fp8Layout<kHeadDim>::kSharedBytes : ring_bytes<kHeadDim>();
   const int by_shared = (228 * 1024) / (dynamic_shared + 1024 + kStaticShared + 1024);
-  return std::min(fp8 && fp8_direct ? Fp8DirectLayout<kHeadDim>::kBlocksPerSm : 16, by_shared);
+  return std::min(fp8 ? Fp8Layout<kHeadDim>::kBlocksPerSm : 16, by_shared);
 }
 
 // grid (num_splits, num_kv_heads, num_decode). The query heads of one GQA group are the rows of an m16 tile, so K and
@@ -114,13 +105,11 @@ int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block) {
 
 }  // namespace
 
-void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms,
-                                  DecodeAttentionKernel kernel) {
+void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms) {
   const int64_t pairs = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
-  const bool fp8 = p.k_fp8 != nullptr, direct = runs_fp8_direct(kernel);
-  const int64_t capacity =
-      static_cast<int64_t>(num_sms) *
-      (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8, direct) : resident_blocks_per_sm<128>(fp8, direct));
+  const bool fp8 = p.k_fp8 != nullptr;
+  const int64_t capacity = static_cast<int64_t>(num_sms) *
+                           (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8) : resident_blocks_per_sm<128>(fp8));
   const int64_t tiles = std::max<int64_t>(1, (max_context_len + kTileTokens - 1) / kTileTokens);
   // num_decode * num_splits stays within decode_attention_max_split_rows.
   const int64_t max_splits =
@@ -146,16 +135,13 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
-  QINFER_CHECK(fp8 || kernel != DecodeAttentionKernel::kFp8Direct);
   if (!fp8 && kernel == DecodeAttentionKernel::kAuto)
     kernel = params.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(params)
                  ? DecodeAttentionKernel::kBulkCopy
                  : DecodeAttentionKernel::kCpAsync;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (fp8 && runs_fp8_direct(kernel))
-      launch_decode_attention_fp8_direct(params, stream);
-    else if (fp8)
+    if (fp8)
       launch_decode_attention_fp8(params, stream);
     else if (kernel == DecodeAttentionKernel::kBulkCopy)
       launch_decode_attention_bulk_copy(params, stream);

@@ -47,23 +47,15 @@ struct DecodeAttentionParams {
 
 // Which kernel runs a launch. Over a bf16 cache, kAuto: the bulk-copy kernel where it can run
 // (decode_attention_bulk_copy_available) for batches above kDecodeAttentionSmallBatch sequences, else the cp.async
-// kernel (small batches have their own tuning). Over an fp8 cache: kFp8Direct runs the direct-fragment kernel
-// (decode_attention_fp8_direct.cu), kAuto runs kFp8DecodeAttentionKernel, anything else the staging cp.async kernel (a
-// bulk-copy fp8 variant measured no faster, docs/CUDA_NOTES.md "fp8 KV cache", and lives on branch fp8tma). kFp8Direct
-// over a bf16 cache is a programmer error.
-enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kFp8Direct };
+// kernel (small batches have their own tuning). An fp8 cache has one kernel, decode_attention_fp8.cu, whatever is
+// asked (a bulk-copy fp8 variant measured no faster, docs/CUDA_NOTES.md "fp8 KV cache", and lives on branch fp8tma).
+enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy };
 constexpr int kDecodeAttentionSmallBatch = 4;
-
-// The fp8 kernel that kAuto (the backend) runs and plans for. The direct kernel is not yet run on a GPU: this is the
-// one line to change to kFp8Direct once tools/verify-fp8-decode.sh shows it correct and faster.
-constexpr DecodeAttentionKernel kFp8DecodeAttentionKernel = DecodeAttentionKernel::kCpAsync;
 
 // Picks tokens_per_split / num_splits for a batch: the split count with the least estimated time, counted in waves
 // of resident blocks times tiles per block (plus a per-block fill and merge cost). Resident blocks depend on the
-// cache's dtype and, for fp8, on the kernel that will run (as launch_decode_attention resolves `kernel`): set k_fp8
-// before planning for an fp8 cache.
-void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms,
-                                  DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
+// cache's dtype: set k_fp8 before planning for an fp8 cache.
+void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms);
 
 // Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.
 int decode_attention_max_split_rows(int max_decode, int num_sms);
@@ -74,12 +66,10 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream,
                              DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
 
-// The fp8-cache kernels without the merge kernel. The staging one (decode_attention_fp8.cu, cp.async): each warp
-// converts its 16 keys of a tile into an fp16 staging tile and multiplies on fp16 tensor cores with the scales folded
-// in (decode_attention_fp8_tile.cuh). The direct one (decode_attention_fp8_direct.cu, UNVERIFIED ON GPU): the same
-// step with fragments built straight from the fp8 bytes (decode_attention_fp8_fragments.cuh), four blocks per SM.
+// The fp8-cache kernel alone (decode_attention_fp8.cu), without the merge kernel: launch_decode_attention's part. Each
+// warp builds fp16 tensor-core fragments straight from the E4M3 bytes (decode_attention_fp8_fragments.cuh), with the
+// scales folded into scores and probabilities (decode_attention_fp8_tile.cuh).
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream);
-void launch_decode_attention_fp8_direct(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).

@@ -1,5 +1,5 @@
-// The per-warp tile step of the direct fp8 decode attention (decode_attention_fp8_direct.cu): tensor-core fragments
-// built straight from the E4M3 bytes of the tile ring, with no staging pass through shared memory.
+// The per-warp tile step of the fp8 decode attention (decode_attention_fp8.cu): tensor-core fragments built straight
+// from the E4M3 bytes of the tile ring, with no staging pass through shared memory.
 //
 // Both products are sums over an index that may be permuted freely, as long as both operands use the same order:
 // - S = Q·Kᵀ sums over head dims. m16n8k16's B fragment gives a thread dims 2t, 2t+1, 2t+8, 2t+9 (t = lane % 4) of
@@ -24,13 +24,13 @@
 
 namespace qinfer::cuda::decode_block {
 
-// Shared memory of the direct kernel: the fp8 ring [kFp8Stages][K|V][kTileTokens][kHeadDim] bytes (16-byte chunks
+// Shared memory of the fp8 kernel: the fp8 ring [kFp8Stages][K|V][kTileTokens][kHeadDim] bytes (16-byte chunks
 // swizzled by fp8_chunk_offset), the scale ring [kFp8Stages][K|V][kTileTokens] fp32 and the query fragments
 // [kHeadDim / 16][32 lanes] uint4 (the same for every warp). No staging tiles, so a head_dim 128 block takes 53.5 KB
 // and four blocks fit on an SM; the query fragments are read from shared memory each tile rather than held in 32
 // registers, which keeps the kernel within 128 registers (four blocks of 128 threads) without spills.
 template <int kHeadDim>
-struct Fp8DirectLayout {
+struct Fp8Layout {
   static constexpr int kTileBytes = kTileTokens * kHeadDim;
   static constexpr int kRingBytes = kFp8Stages * 2 * kTileBytes;
   static constexpr int kScaleBytes = kFp8Stages * 2 * kTileTokens * 4;
@@ -148,16 +148,16 @@ __device__ __forceinline__ void load_key_words(const uint8_t* tile, int row, int
   }
 }
 
-// attend_fp8_tile (decode_attention_fp8_tile.cuh) with its operands read straight from the byte tiles: this warp's
-// keys warp * 16 + [0, 16) of the tile, scores in fp8_code_unit() units of the query · K value (the caller folds the
-// unit into scale_log2 and v_reference's final multiplication). O accumulates in the output_dim column order.
+// One tile's step with its operands read straight from the byte tiles: score = (q . code_k) * scale_k,
+// O += p * scale_v * code_v (fp8_tile_probabilities, decode_attention_fp8_tile.cuh), over this warp's keys
+// warp * 16 + [0, 16) of the tile; scores in fp8_code_unit() units of the query · K value (the caller folds the unit
+// into scale_log2 and v_reference's final multiplication). O accumulates in the output_dim column order.
 // `q_fragments`: [kHeadDim / 16][32 lanes] the query fragments of load_permuted_query_fragments.
 template <int kHeadDim>
-__device__ __forceinline__ void attend_fp8_direct_tile(WarpState<kHeadDim>& st, float& v_reference,
-                                                       const uint4* q_fragments, const uint8_t* k_tile,
-                                                       const uint8_t* v_tile, const float* k_scales,
-                                                       const float* v_scales, int tile_first, int end, float scale_log2,
-                                                       int warp, int lane) {
+__device__ __forceinline__ void attend_fp8_tile(WarpState<kHeadDim>& st, float& v_reference, const uint4* q_fragments,
+                                                const uint8_t* k_tile, const uint8_t* v_tile, const float* k_scales,
+                                                const float* v_scales, int tile_first, int end, float scale_log2,
+                                                int warp, int lane) {
   constexpr int kSteps = kHeadDim / 16;
   const int key_in_block = lane / 4, quad = lane % 4;
   // S: a thread's keys warp * 16 + nb * 8 + lane / 4, bytes [quad * kHeadDim / 4, + kHeadDim / 4): word kk holds

@@ -1,8 +1,6 @@
-// The per-warp tile step of the fp8-cache decode attention (decode_attention_fp8.cu), apart from how tiles reach shared
-// memory (decode_attention.cu's split planner needs its layout too): the shared-memory layout, each warp's conversion
-// of its 16 keys' E4M3 bytes into an fp16 staging tile (one packed cvt per two values; every E4M3 value is exact in
-// fp16), and the fp16 tensor-core step with the scales folded in where they cost least: a key's K scale multiplies its
-// score, its V scale its probability.
+// Parts of the fp8-cache decode attention (decode_attention_fp8.cu) besides its fragments: the ring depth, the query
+// fragments as fp16, the scores-to-probabilities step with the scales folded in where they cost least (a key's K
+// scale multiplies its score, its V scale its probability), the launch and the final V-scale fix-up.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -18,53 +16,10 @@
 
 namespace qinfer::cuda::decode_block {
 
-// Three stages and one staging tile per warp (K, then V) keep a block at 65.5 KB of shared memory (head_dim 128), so
-// three blocks fit on an SM: the loop is bound by each tile's chain of dependent steps, and more resident blocks hide
-// it.
+// Three stages keep a block at 53.5 KB of shared memory (head_dim 128, Fp8Layout), so four blocks fit on an SM: the
+// loop is bound by each tile's chain of dependent steps, and more resident blocks hide it.
 constexpr int kFp8Stages = 3;
 constexpr int kWarpKeys = kTileTokens / kWarps;  // 16 keys of a tile per warp
-
-// Shared memory of both fp8 kernels: the fp8 ring [kFp8Stages][K|V][kTileTokens][kHeadDim] bytes, the scale ring
-// [kFp8Stages][K|V][kTileTokens] fp32, and the staging tiles [kWarps][kWarpKeys][kHeadDim] fp16 (swizzled).
-template <int kHeadDim>
-struct Fp8Layout {
-  static constexpr int kTileBytes = kTileTokens * kHeadDim;  // one K or V tile of bytes
-  static constexpr int kRingBytes = kFp8Stages * 2 * kTileBytes;
-  static constexpr int kScaleBytes = kFp8Stages * 2 * kTileTokens * 4;
-  static constexpr int kStagingElements = kWarpKeys * kHeadDim;  // one warp's staging tile
-  static constexpr int kStagingBytes = kWarps * kStagingElements * 2;
-  static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kStagingBytes;
-  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
-};
-
-// 16 E4M3 values as 16 fp16 (two 16-byte chunks), exactly: packed fp8x2 -> f16x2 conversions.
-__device__ __forceinline__ void fp8x16_to_f16(const uint4& bytes, uint4 (&out)[2]) {
-  const uint32_t words[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
-  uint32_t* packed = reinterpret_cast<uint32_t*>(out);
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const __half2_raw pair =
-          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(words[i] >> (16 * half)), __NV_E4M3);
-      packed[2 * i + half] = static_cast<uint32_t>(pair.x) | (static_cast<uint32_t>(pair.y) << 16);
-    }
-}
-
-// This warp's 16 keys of a K or V tile of bytes into its staging tile [kWarpKeys][kHeadDim] fp16, swizzled as
-// swizzle<>().
-template <int kHeadDim>
-__device__ __forceinline__ void stage_warp_keys(const uint8_t* tile, __half* staging, int warp, int lane) {
-  constexpr int kChunks = kHeadDim / 16;  // 16-byte fp8 chunks per key
-#pragma unroll
-  for (int index = lane; index < kWarpKeys * kChunks; index += 32) {
-    const int row = index / kChunks, chunk = index % kChunks;
-    uint4 values[2];
-    fp8x16_to_f16(*reinterpret_cast<const uint4*>(tile + (warp * kWarpKeys + row) * kHeadDim + chunk * 16), values);
-    *reinterpret_cast<uint4*>(staging + swizzle<kHeadDim>(row, 2 * chunk)) = values[0];
-    *reinterpret_cast<uint4*>(staging + swizzle<kHeadDim>(row, 2 * chunk + 1)) = values[1];
-  }
-}
 
 // The query fragments as fp16: exact for bf16 values inside fp16's range (normalised, rotated queries are far inside).
 template <int kHeadDim>
@@ -130,38 +85,7 @@ __device__ __forceinline__ void fp8_tile_probabilities(WarpState<kHeadDim>& st, 
   a[3] = pack_f16(s[1][2] * v2, s[1][3] * v3);
 }
 
-// attend_tile over fp16 codes of this warp's 16 keys of a tile (`k_tile`, `v_tile`: the tile's bytes), staged one
-// after the other in `staging`: score = (q . code_k) * scale_k; O += p * scale_v * code_v (fp8_tile_probabilities).
-template <int kHeadDim>
-__device__ __forceinline__ void attend_fp8_tile(WarpState<kHeadDim>& st, float& v_reference, __half* staging,
-                                                const uint8_t* k_tile, const uint8_t* v_tile, const float* k_scales,
-                                                const float* v_scales, int tile_first, int end, float scale_log2,
-                                                int warp, int lane) {
-  stage_warp_keys<kHeadDim>(k_tile, staging, warp, lane);
-  __syncwarp();
-  float s[2][4] = {};
-#pragma unroll
-  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-    uint32_t b[4];
-    ldmatrix_x4(b, staging + swizzle<kHeadDim>((lane % 8) + (lane / 16) * 8, kk * 2 + (lane / 8) % 2));
-    mma_f16(s[0], st.q_frag[kk], b[0], b[1]);
-    mma_f16(s[1], st.q_frag[kk], b[2], b[3]);
-  }
-  __syncwarp();  // the K codes are read: V's take their place
-  stage_warp_keys<kHeadDim>(v_tile, staging, warp, lane);
-  uint32_t a[4];
-  fp8_tile_probabilities<kHeadDim>(st, v_reference, s, k_scales, v_scales, tile_first, end, scale_log2, warp, lane, a);
-  __syncwarp();
-#pragma unroll
-  for (int pair = 0; pair < kHeadDim / 16; ++pair) {
-    uint32_t b[4];
-    ldmatrix_x4_trans(b, staging + swizzle<kHeadDim>((lane % 8) + ((lane / 8) % 2) * 8, pair * 2 + lane / 16));
-    mma_f16(st.o[2 * pair], a, b[0], b[1]);
-    mma_f16(st.o[2 * pair + 1], a, b[2], b[3]);
-  }
-}
-
-// Launches either fp8 kernel: `kernel_for(std::integral_constant<int, head_dim>)` gives {kernel, dynamic shared bytes}
+// Launches the fp8 kernel: `kernel_for(std::integral_constant<int, head_dim>)` gives {kernel, dynamic shared bytes}
 // of a head_dim; grid (num_splits, num_kv_heads, num_decode) of kThreads, the carveout set for as many resident
 // blocks as shared memory allows.
 template <typename KernelFor>
@@ -178,7 +102,8 @@ void launch_fp8_decode_kernel(const DecodeAttentionParams& p, cudaStream_t strea
   });
 }
 
-// The warp's O in units of `v_reference` (attend_fp8_tile) back to real units, before finish_block merges the warps.
+// The warp's O in units of `v_reference` (fp8_tile_probabilities) back to real units, before finish_block merges the
+// warps.
 template <int kHeadDim>
 __device__ __forceinline__ void apply_v_reference(WarpState<kHeadDim>& st, float v_reference) {
 #pragma unroll

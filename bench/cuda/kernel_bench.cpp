@@ -233,7 +233,10 @@ class Bench {
     fp8.v_scales = v_scales.as<float>();
     plan_decode_attention_splits(fp8, context, num_sms());
     const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
-    record("decode attention fp8", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kAuto), fp8_bytes, true);
+    record("decode attention fp8", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes, true);
+    if (decode_attention_bulk_copy_available(fp8))
+      record("decode attention fp8 bulk copy", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kBulkCopy),
+             fp8_bytes, true);
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,

@@ -281,10 +281,12 @@ INSTANTIATE_TEST_SUITE_P(Bf16, DecodeAttentionTest,
                                             ::testing::Values(DecodeAttentionKernel::kCpAsync,
                                                               DecodeAttentionKernel::kBulkCopy),
                                             ::testing::Values(CacheDtype::kBf16)));
-// An fp8 cache has one kernel (decode_attention.h), whatever is asked.
+// Over an fp8 cache: the cp.async fp8 kernel and the bulk-copy one (head_dim 64: the cp.async kernel again, see
+// decode_attention.h).
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
                          ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
-                                            ::testing::Values(DecodeAttentionKernel::kAuto),
+                                            ::testing::Values(DecodeAttentionKernel::kCpAsync,
+                                                              DecodeAttentionKernel::kBulkCopy),
                                             ::testing::Values(CacheDtype::kFp8)));
 
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the

@@ -135,13 +135,15 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
-  if (!fp8 && kernel == DecodeAttentionKernel::kAuto)
+  if (kernel == DecodeAttentionKernel::kAuto)
     kernel = params.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(params)
                  ? DecodeAttentionKernel::kBulkCopy
                  : DecodeAttentionKernel::kCpAsync;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (fp8)
+    if (fp8 && kernel == DecodeAttentionKernel::kBulkCopy && kHeadDim == 128)
+      launch_decode_attention_fp8_bulk_copy(params, stream);
+    else if (fp8)
       launch_decode_attention_fp8(params, stream);
     else if (kernel == DecodeAttentionKernel::kBulkCopy)
       launch_decode_attention_bulk_copy(params, stream);

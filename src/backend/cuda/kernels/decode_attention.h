@@ -1,9 +1,10 @@
 // Paged decode attention (one query token per sequence) in the flash-decoding style: the context is split across
 // blocks, each block reads K/V of one KV head once for all query heads of its GQA group (the group's heads are the
 // rows of a tensor-core tile), and the splits are merged through their log-sum-exp: by the last split block of each
-// (sequence, KV head) when `split_counters` is given, else by a second kernel. Two kernels share that structure and
-// differ in how K/V tiles reach shared memory: 16-byte cp.async per thread (sm_80+), or on Hopper the bulk tensor copy
-// engine over the paged pool (decode_attention_sm90.cu; docs/CUDA_NOTES.md has the measurements).
+// (sequence, KV head) when `split_counters` is given, else by a second kernel. For each cache dtype two kernels share
+// that structure and differ in how K/V tiles reach shared memory: 16-byte cp.async per thread (sm_80+), or on Hopper
+// the bulk tensor copy engine over the paged pool (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu;
+// docs/CUDA_NOTES.md has the measurements).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -22,7 +23,7 @@ struct DecodeAttentionParams {
   const uint8_t* v_fp8 = nullptr;   // same layout
   const float* k_scales = nullptr;  // [num_blocks, num_kv_heads, block_size]: element value = float(byte) * scale
   const float* v_scales = nullptr;  // same layout
-  // num_blocks of k_cache / v_cache: the bounds of the Hopper kernel's tensor maps. 0 (unknown): cp.async kernel only.
+  // num_blocks of the cache pools: the bounds of the Hopper kernels' tensor maps. 0 (unknown): cp.async kernel only.
   int64_t pool_blocks = 0;
   const int32_t* block_tables = nullptr;  // [num_sequences, block_table_stride]
   const int32_t* table_rows = nullptr;    // [num_decode] row of block_tables for each decode sequence
@@ -45,10 +46,10 @@ struct DecodeAttentionParams {
   float scale = 0;  // head_dim^-0.5
 };
 
-// Which kernel runs a launch. Over a bf16 cache, kAuto: the bulk-copy kernel where it can run
-// (decode_attention_bulk_copy_available) for batches above kDecodeAttentionSmallBatch sequences, else the cp.async
-// kernel (small batches have their own tuning). An fp8 cache has one kernel, decode_attention_fp8.cu, whatever is
-// asked (a bulk-copy fp8 variant measured no faster, docs/CUDA_NOTES.md "fp8 KV cache", and lives on branch fp8tma).
+// Which kernel runs a launch: the cp.async kernel (sm_80+) or the Hopper bulk-copy kernel, for either cache dtype.
+// kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches above
+// kDecodeAttentionSmallBatch sequences, else the cp.async kernel (small batches have their own tuning). Over an fp8
+// cache with head_dim 64, kBulkCopy runs the cp.async fp8 kernel (no copy-engine swizzle lands its tile layout).
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy };
 constexpr int kDecodeAttentionSmallBatch = 4;
 
@@ -70,6 +71,10 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
 // warp builds fp16 tensor-core fragments straight from the E4M3 bytes (decode_attention_fp8_fragments.cuh), with the
 // scales folded into scores and probabilities (decode_attention_fp8_tile.cuh).
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream);
+
+// The Hopper fp8-cache kernel alone (decode_attention_fp8_sm90.cu): the fp8 kernel's tile step over tiles and scales
+// brought in by the bulk copy engine. Needs head_dim 128 and decode_attention_bulk_copy_available(params).
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).

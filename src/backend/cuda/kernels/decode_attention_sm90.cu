@@ -184,7 +184,8 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p) {
   const int64_t rows = p.pool_blocks * p.num_kv_heads * p.block_size;  // box row coordinates are int32
   const auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
   return device_has_it && p.pool_blocks > 0 && p.block_size % kBoxTokens == 0 &&
-         rows <= std::numeric_limits<int32_t>::max() && aligned(p.k_cache) && aligned(p.v_cache);
+         rows <= std::numeric_limits<int32_t>::max() && aligned(p.k_cache) && aligned(p.v_cache) && aligned(p.k_fp8) &&
+         aligned(p.v_fp8) && aligned(p.k_scales) && aligned(p.v_scales);
 #else
   (void)p;
   return false;

@@ -104,6 +104,15 @@ __device__ __forceinline__ void tma_load_2d(uint32_t destination, const void* ma
       : "memory");
 }
 
+// Bulk copy (no tensor map) of `bytes` (a multiple of 16) from global `source` to the shared-memory address
+// `destination`, both 16-byte aligned; its bytes complete transactions on `barrier`.
+__device__ __forceinline__ void bulk_copy(uint32_t destination, const void* source, uint32_t bytes, uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(destination),
+      "l"(source), "r"(bytes), "r"(shared_address(barrier))
+      : "memory");
+}
+
 // Makes this thread's completed generic-proxy writes to shared memory (cp.async included) visible to the tensor cores.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");

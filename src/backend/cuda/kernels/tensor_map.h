@@ -15,4 +15,9 @@ namespace qinfer::cuda {
 // outside the matrix read as zero.
 CUtensorMap make_bf16_tensor_map_swizzle128(const __nv_bfloat16* base, int64_t rows, int columns, int box_rows);
 
+// A 2-D map over the row-major byte matrix [rows, 128] at `base` (16-byte aligned) whose box is [box_rows, 128] stored
+// with the same 128-byte swizzle (the swizzle moves 16-byte chunks, whatever the element type): chunk c of row r at
+// chunk c ^ (r % 8) when the destination starts at a 1024-byte boundary.
+CUtensorMap make_u8_tensor_map_swizzle128(const uint8_t* base, int64_t rows, int box_rows);
+
 }  // namespace qinfer::cuda

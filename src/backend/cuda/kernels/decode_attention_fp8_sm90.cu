@@ -1,0 +1,192 @@
+// Hopper decode attention over the fp8 KV cache (head_dim 128): the blocks of decode_attention_fp8.cu (split-KV, GQA
+// group on tensor cores, fragments built straight from the E4M3 bytes by attend_fp8_tile, in-kernel merge) with tiles
+// brought into shared memory by the bulk tensor copy engine, as decode_attention_sm90.cu does for bf16, instead of
+// 1 024 per-thread cp.async copies with 64-bit paged addresses per tile. Two uint8 tensor maps view the K and V pools
+// as [pool_blocks * num_kv_heads * block_size rows][128 bytes]; one box is the 16 keys of one page, landed with the
+// 128-byte swizzle, which puts 16-byte chunk c of tile row r at chunk c ^ (r % 8): exactly fp8_chunk_offset<128>, the
+// layout attend_fp8_tile reads. A 16-key group's 16 K and 16 V scales are contiguous in their pools and come as two
+// 64-byte bulk copies on the same stage barrier. Four lanes of warp 0 issue a tile; no thread computes a copy address
+// beyond one page lookup. head_dim 64 (64-byte rows, fp8_chunk_offset XOR-ing by row % 4, which no copy-engine swizzle
+// produces) stays on the cp.async kernel. docs/CUDA_NOTES.md, "fp8 decode attention on the bulk copy engine".
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
+#include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/tensor_map.h"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "backend/cuda/kernels/hopper_wgmma.cuh"
+#endif
+
+namespace qinfer::cuda {
+
+namespace {
+
+using namespace decode_block;
+
+constexpr int kHeadDim = 128;   // one 128-byte row per key: the span of the 128-byte swizzle
+constexpr int kBoxTokens = 16;  // keys per box: the block size is a multiple of 16, so a box never crosses a page
+// Tiles in the ring: the one computed and one in flight. Measured 1-4 % faster than 3 (docs/CUDA_NOTES.md, runs B2-B3;
+// not profiled: likely the larger L1 that the smaller ring leaves, with one tile in flight enough to cover a copy).
+constexpr int kBulkStages = 2;
+constexpr int kBlocksPerSm = 4;    // its __launch_bounds__ (at most 128 registers), and what shared memory allows
+constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, where the swizzle pattern repeats
+
+// Shared memory: the byte ring [kBulkStages][K|V][kTileTokens][128] (1024-byte aligned, each 16-key box 2 KB), the
+// scale ring [kBulkStages][K|V][kTileTokens] fp32 and the query fragments [kHeadDim / 16][32 lanes] uint4.
+struct BulkLayout {
+  static constexpr int kTileBytes = kTileTokens * kHeadDim;
+  static constexpr int kRingBytes = kBulkStages * 2 * kTileBytes;
+  static constexpr int kScaleBytes = kBulkStages * 2 * kTileTokens * 4;
+  static constexpr int kQueryBytes = kHeadDim / 16 * 32 * 16;
+  static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kQueryBytes + kAlignSlack;
+  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
+  // 228 KB per SM, 1 KB reserved per block, about 0.6 KB of static shared memory (barriers, finish_block's merge).
+  static_assert(kBlocksPerSm * (kSharedBytes + 1024 + 640) <= 228 * 1024, "kBlocksPerSm blocks must fit an SM");
+  // The split planner counts one resident-block figure for both fp8 kernels (resident_blocks_per_sm).
+  static_assert(kBlocksPerSm == Fp8Layout<kHeadDim>::kBlocksPerSm, "update the planner's fp8 resident blocks");
+};
+
+struct Fp8BulkCopyParams {
+  CUtensorMap k_map;  // k_fp8 as [pool_blocks * num_kv_heads * block_size][128] bytes, boxes kBoxTokens rows
+  CUtensorMap v_map;  // v_fp8, the same
+  DecodeAttentionParams attention;
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// Keys at or past `end` in this warp's 16 rows of the last tile hold stale, never-copied or poisoned bytes: zero their
+// V rows so that probability 0 times V stays 0 (their K rows are masked by selection and their V scales count as zero
+// in fp8_tile_probabilities). The swizzle only moves chunks within a row, so whole rows are zeroed in place. The
+// stage's copies completed (its barrier was waited on), and no later copy targets it.
+__device__ __forceinline__ void zero_v_rows_past_end(uint8_t* v_tile, int tile_first, int end, int warp, int lane) {
+  constexpr int kRowChunks = kHeadDim / 16;
+  const int valid = max(0, min(kWarpKeys, end - tile_first - warp * kWarpKeys));
+  for (int index = lane; index < (kWarpKeys - valid) * kRowChunks; index += 32) {
+    const int row = warp * kWarpKeys + valid + index / kRowChunks, chunk = index % kRowChunks;
+    *reinterpret_cast<uint4*>(v_tile + row * kHeadDim + chunk * 16) = make_uint4(0, 0, 0, 0);
+  }
+  __syncwarp();
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// grid (num_splits, num_kv_heads, num_decode), as decode_attention_fp8_kernel. Tile t goes to stage t % kBulkStages;
+// after the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kBulkStages - 1; each stage's
+// mbarrier completes when its boxes and scales have landed. One __syncthreads per tile: per-stage "empty" mbarriers
+// instead (warps released one by one) measured 2-5 % slower (3 stages, run B1).
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    decode_attention_fp8_bulk_copy_kernel(const __grid_constant__ Fp8BulkCopyParams params) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Layout = BulkLayout;
+  constexpr int kBoxBytes = kBoxTokens * kHeadDim;
+  constexpr int kScaleBoxBytes = kBoxTokens * 4;
+  const DecodeAttentionParams& p = params.attention;
+  const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
+  const CUtensorMap* v_map = &params.v_map;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  __shared__ uint64_t full[kBulkStages];
+  extern __shared__ unsigned char shared_raw[];
+  uint8_t* ring = shared_raw + ((kAlignSlack - (sm90::shared_address(shared_raw) % kAlignSlack)) % kAlignSlack);
+  float* scale_ring = reinterpret_cast<float*>(ring + Layout::kRingBytes);
+  uint4* q_fragments = reinterpret_cast<uint4*>(ring + Layout::kRingBytes + Layout::kScaleBytes);
+  const auto k_stage = [&](int tile) { return ring + (tile % kBulkStages) * 2 * Layout::kTileBytes; };
+  const auto k_scale_stage = [&](int tile) { return scale_ring + (tile % kBulkStages) * 2 * kTileTokens; };
+  if (threadIdx.x == 0) {
+    for (int stage = 0; stage < kBulkStages; ++stage) sm90::mbarrier_init(&full[stage], 1);
+    sm90::fence_mbarrier_init();
+  }
+  allow_dependents();
+  wait_for_producer();
+  const BlockWork w = block_work(p);
+  const auto tile_first = [&](int tile) { return w.begin + tile * kTileTokens; };
+  __syncthreads();  // the barriers are initialised
+
+  // Warp 0 copies tiles: lane g < 4 copies the 16-key group g of a tile (K and V bytes, K and V scales) from the box
+  // row of its page; groups wholly at or past `end` are not copied. The page of the tile after the one issued is
+  // looked up one step ahead, so the block-table read is off the critical path. Rows fit int32
+  // (decode_attention_bulk_copy_available).
+  const auto box_row = [&](int tile) -> int {
+    const int token = tile_first(tile) + lane * kBoxTokens;
+    if (tile >= w.num_tiles || lane >= kTileTokens / kBoxTokens || token >= w.end) return 0;
+    const int64_t page = w.table[token / p.block_size];
+    return static_cast<int>((page * p.num_kv_heads + w.kv_head) * p.block_size + token % p.block_size);
+  };
+  const auto issue = [&](int tile, int row) {
+    uint64_t* barrier = &full[tile % kBulkStages];
+    const int groups = (min(kTileTokens, w.end - tile_first(tile)) + kBoxTokens - 1) / kBoxTokens;
+    if (lane == 0) sm90::mbarrier_arrive_expect_tx(barrier, groups * 2 * (kBoxBytes + kScaleBoxBytes));
+    if (lane < groups) {
+      uint8_t* k_box = k_stage(tile) + lane * kBoxBytes;
+      float* k_scale_box = k_scale_stage(tile) + lane * kBoxTokens;
+      sm90::tma_load_2d(sm90::shared_address(k_box), k_map, 0, row, barrier);
+      sm90::tma_load_2d(sm90::shared_address(k_box + Layout::kTileBytes), v_map, 0, row, barrier);
+      sm90::bulk_copy(sm90::shared_address(k_scale_box), p.k_scales + row, kScaleBoxBytes, barrier);
+      sm90::bulk_copy(sm90::shared_address(k_scale_box + kTileTokens), p.v_scales + row, kScaleBoxBytes, barrier);
+    }
+  };
+  WarpState<kHeadDim> st;
+  int next_row = 0;  // warp 0: the box row of tile kBulkStages - 1, then of each next tile to issue
+  if (warp == 0) {
+    for (int tile = 0; tile < kBulkStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(tile));
+    next_row = box_row(kBulkStages - 1);
+    // The query fragments, the same for every warp; the first iteration's barrier publishes them.
+    load_permuted_query_fragments<kHeadDim>(
+        st.q_frag, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk)
+      q_fragments[kk * 32 + lane] = make_uint4(st.q_frag[kk][0], st.q_frag[kk][1], st.q_frag[kk][2], st.q_frag[kk][3]);
+  }
+  float v_reference = 0;  // this warp's O is in units of v_reference * fp8_code_unit() (fp8_tile_probabilities)
+
+  const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
+  for (int tile = 0; tile < w.num_tiles; ++tile) {
+    __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now
+    const int next = tile + kBulkStages - 1;
+    if (warp == 0 && next < w.num_tiles) {
+      issue(next, next_row);
+      next_row = box_row(next + 1);
+    }
+    sm90::mbarrier_wait(&full[tile % kBulkStages], (tile / kBulkStages) & 1);
+    uint8_t* k_tile = k_stage(tile);
+    const float* k_scales = k_scale_stage(tile);
+    if (tile == w.num_tiles - 1) zero_v_rows_past_end(k_tile + Layout::kTileBytes, tile_first(tile), w.end, warp, lane);
+    attend_fp8_tile<kHeadDim>(st, v_reference, q_fragments, k_tile, k_tile + Layout::kTileBytes, k_scales,
+                              k_scales + kTileTokens, tile_first(tile), w.end, scale_log2, warp, lane);
+  }
+  apply_v_reference(st, v_reference * fp8_code_unit());
+  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane, PermutedColumns<kHeadDim>{});
+#else
+  (void)params;
+#endif
+}
+
+}  // namespace
+
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream) {
+  QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
+                   params.v_scales != nullptr && params.head_dim == kHeadDim &&
+                   decode_attention_bulk_copy_available(params),
+               "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, an sm_90a build, a compute "
+               "9.0 device, pool_blocks and a block size that is a multiple of 16");
+  if (params.num_decode == 0) return;
+  const int64_t rows = params.pool_blocks * params.num_kv_heads * params.block_size;
+  Fp8BulkCopyParams bulk;
+  bulk.k_map = make_u8_tensor_map_swizzle128(params.k_fp8, rows, kBoxTokens);
+  bulk.v_map = make_u8_tensor_map_swizzle128(params.v_fp8, rows, kBoxTokens);
+  bulk.attention = params;
+  constexpr int kShared = BulkLayout::kSharedBytes;
+  const auto kernel = decode_attention_fp8_bulk_copy_kernel;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  launch_dependent(kernel, dim3(params.num_splits, params.num_kv_heads, params.num_decode), kThreads, kShared, stream,
+                   bulk);
+}
+
+}  // namespace qinfer::cuda

@@ -196,8 +196,10 @@ class Bench {
   }
 
   // merge_in_kernel: splits merged by the last block of each (sequence, KV head) through arrival counters, as the
-  // backend runs it; otherwise by the second kernel.
-  void decode_attention(int sequences, int context, bool merge_in_kernel = true, bool scattered = true) {
+  // backend runs it; otherwise by the second kernel. fp8_split_tokens: tokens per split (multiples of 64) to time the
+  // fp8 kernel with besides the planned one, to check the planner.
+  void decode_attention(int sequences, int context, bool merge_in_kernel = true, bool scattered = true,
+                        const std::vector<int>& fp8_split_tokens = {}) {
     Pool pool = make_pool(sequences, context, scattered);
     DeviceBuffer q(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench q"),
         out(static_cast<size_t>(sequences) * kHeads * kHeadDim * 2, "bench out");
@@ -237,6 +239,15 @@ class Bench {
     if (decode_attention_bulk_copy_available(fp8))
       record("decode attention fp8 bulk copy", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kBulkCopy),
              fp8_bytes, true);
+    const int max_splits = decode_attention_max_split_rows(sequences, num_sms()) / sequences;
+    for (int tokens : fp8_split_tokens) {
+      DecodeAttentionParams forced = fp8;
+      forced.tokens_per_split = tokens;
+      forced.num_splits = (context + tokens - 1) / tokens;
+      if (tokens <= 0 || tokens % 64 != 0 || forced.num_splits > max_splits) continue;
+      record("decode attention fp8 (forced)", shape_of(forced), time_kernel(forced, DecodeAttentionKernel::kAuto),
+             fp8_bytes, true);
+    }
   }
 
   // One causal prompt of `length` new tokens over `pool` (its first table row); meta holds {table row, q start, q len,
@@ -574,10 +585,11 @@ class Bench {
 }  // namespace qinfer::cuda::bench
 
 // Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
-// small_ops, kv_gather, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT` runs that
-// one case (for profilers), as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES
-// [CONTEXT]]` (not in the default run) break one step down by kernel, the latter after timing every decode linear at
-// 8, 64 and 128 rows (GEMV where it applies, cuBLASLt).
+// small_ops, kv_gather, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT
+// [TOKENS_PER_SPLIT...]` runs that one case (for profilers), the fp8 kernel also with each split size given, as does
+// `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES [CONTEXT]]` (not in the default run)
+// break one step down by kernel, the latter after timing every decode linear at 8, 64 and 128 rows (GEMV where it
+// applies, cuBLASLt).
 int main(int argc, char** argv) {
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";
@@ -601,8 +613,10 @@ int main(int argc, char** argv) {
       bench.prefill_gemm("down", m, 2560, 9728);
     }
   }
-  if (only == "decode_attention" && argc == 4) {
-    bench.decode_attention(std::atoi(argv[2]), std::atoi(argv[3]));
+  if (only == "decode_attention" && argc >= 4) {
+    std::vector<int> split_tokens;
+    for (int i = 4; i < argc; ++i) split_tokens.push_back(std::atoi(argv[i]));
+    bench.decode_attention(std::atoi(argv[2]), std::atoi(argv[3]), true, true, split_tokens);
   } else if (wants("decode_attention")) {
     bench.decode_attention(1, 1024);
     bench.decode_attention(1, 8192);

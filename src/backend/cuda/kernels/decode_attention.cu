@@ -17,14 +17,30 @@ using namespace decode_block;
 
 // Blocks of the attention kernels resident on one SM, from shared memory alone (228 KB per SM on Hopper, 1 KB of it
 // reserved per block, up to 1 KB of alignment slack in the bulk-copy kernel; registers and threads allow more): the
-// bf16 kernels' tile ring, or the fp8 kernel's ring (its registers allow the kBlocksPerSm its launch bounds ask for).
-// Only steers the split plan, so an estimate suffices.
+// bf16 kernels' tile ring, or the cp.async fp8 kernel's ring (its registers allow the kBlocksPerSm its launch bounds
+// ask for); the Hopper fp8 kernel asserts its own figure fits. Only steers the split plan, so an estimate suffices.
 template <int kHeadDim>
-constexpr int resident_blocks_per_sm(bool fp8) {
+constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy) {
+  if (fp8 && fp8_bulk_copy) return kFp8BulkCopyBlocksPerSm;
   constexpr int kStaticShared = 2 * kWarps * kGroupRows * 4 + 16 + kStages * 8;
   const int dynamic_shared = fp8 ? Fp8Layout<kHeadDim>::kSharedBytes : ring_bytes<kHeadDim>();
   const int by_shared = (228 * 1024) / (dynamic_shared + 1024 + kStaticShared + 1024);
   return std::min(fp8 ? Fp8Layout<kHeadDim>::kBlocksPerSm : 16, by_shared);
+}
+
+// The kernel a kAuto launch runs: bulk copy where it can run for batches above kDecodeAttentionSmallBatch.
+DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
+  if (kernel != DecodeAttentionKernel::kAuto) return kernel;
+  // pool_blocks first: a plan made without a pool (unknown) must not query the device.
+  return p.pool_blocks > 0 && p.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(p)
+             ? DecodeAttentionKernel::kBulkCopy
+             : DecodeAttentionKernel::kCpAsync;
+}
+
+// Whether an fp8 launch asked for `kernel` runs the Hopper fp8 kernel: it serves head_dim 128 and groups of at most 8.
+bool runs_fp8_bulk_copy(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
+  return p.k_fp8 != nullptr && resolve_auto(p, kernel) == DecodeAttentionKernel::kBulkCopy && p.head_dim == 128 &&
+         fp8_head_blocks(p.num_heads / p.num_kv_heads) == 1;
 }
 
 // grid (num_splits, num_kv_heads, num_decode). The query heads of one GQA group are the rows of an m16 tile, so K and
@@ -96,29 +112,35 @@ void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
   launch_dependent(decode_attention_kernel<kHeadDim>, grid, kThreads, kShared, stream, p);
 }
 
-// Estimated cost of a plan in tiles per resident slot: full or partial waves of blocks times (tiles per block plus
-// about two tiles' worth of pipeline fill and merge per block).
-int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block) {
+// Estimated cost of a plan in 32nds of a tile per resident slot: full or partial waves of blocks times (tiles per
+// block plus about two tiles' worth of pipeline fill and merge per block), plus `merge_per_split` for each split of a
+// sequence (the last block of each (sequence, KV head) merges the splits one after another).
+int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block, int64_t splits, int64_t merge_per_split) {
   constexpr int64_t kBlockOverheadTiles = 2;
-  return (blocks + capacity - 1) / capacity * (tiles_per_block + kBlockOverheadTiles);
+  return (blocks + capacity - 1) / capacity * (tiles_per_block + kBlockOverheadTiles) * 32 + splits * merge_per_split;
 }
 
 }  // namespace
 
 void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms) {
   const int64_t pairs = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
-  const bool fp8 = p.k_fp8 != nullptr;
-  const int64_t capacity = static_cast<int64_t>(num_sms) *
-                           (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8) : resident_blocks_per_sm<128>(fp8));
+  const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, DecodeAttentionKernel::kAuto);
+  const int64_t capacity =
+      static_cast<int64_t>(num_sms) *
+      (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8, fp8_bulk) : resident_blocks_per_sm<128>(fp8, fp8_bulk));
   const int64_t tiles = std::max<int64_t>(1, (max_context_len + kTileTokens - 1) / kTileTokens);
   // num_decode * num_splits stays within decode_attention_max_split_rows.
   const int64_t max_splits =
       std::min<int64_t>(tiles, (static_cast<int64_t>(p.num_decode) + 4 * num_sms) / std::max(1, p.num_decode));
+  // The fp8 kernel's tiles cost so little that the serial split merge shows: 5/32 of a tile per split puts the plans
+  // of 1 x 1 K, 1 x 8 K and 8 x 4 K where runs R1-R2 of docs/CUDA_NOTES.md "fp8 decode attention, keys as rows"
+  // measured them fastest (8, 32 and 8 splits). Not measured for the bf16 kernels, which keep their plans.
+  const int64_t merge_per_split = fp8 ? 5 : 0;
   int64_t best_tiles = tiles, best_cost = std::numeric_limits<int64_t>::max();
   for (int64_t splits = 1; splits <= max_splits; ++splits) {
     const int64_t tiles_per_split = (tiles + splits - 1) / splits;
-    const int64_t cost =
-        plan_cost(pairs * ((tiles + tiles_per_split - 1) / tiles_per_split), capacity, tiles_per_split);
+    const int64_t used_splits = (tiles + tiles_per_split - 1) / tiles_per_split;
+    const int64_t cost = plan_cost(pairs * used_splits, capacity, tiles_per_split, used_splits, merge_per_split);
     if (cost < best_cost) {
       best_cost = cost;
       best_tiles = tiles_per_split;
@@ -135,13 +157,10 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
-  if (kernel == DecodeAttentionKernel::kAuto)
-    kernel = params.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(params)
-                 ? DecodeAttentionKernel::kBulkCopy
-                 : DecodeAttentionKernel::kCpAsync;
+  kernel = resolve_auto(params, kernel);
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (fp8 && kernel == DecodeAttentionKernel::kBulkCopy && kHeadDim == 128)
+    if (runs_fp8_bulk_copy(params, kernel))
       launch_decode_attention_fp8_bulk_copy(params, stream);
     else if (fp8)
       launch_decode_attention_fp8(params, stream);

@@ -49,7 +49,8 @@ struct DecodeAttentionParams {
 // Which kernel runs a launch: the cp.async kernel (sm_80+) or the Hopper bulk-copy kernel, for either cache dtype.
 // kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches above
 // kDecodeAttentionSmallBatch sequences, else the cp.async kernel (small batches have their own tuning). Over an fp8
-// cache with head_dim 64, kBulkCopy runs the cp.async fp8 kernel (no copy-engine swizzle lands its tile layout).
+// cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy kernel's
+// tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy };
 constexpr int kDecodeAttentionSmallBatch = 4;
 
@@ -73,7 +74,8 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper fp8-cache kernel alone (decode_attention_fp8_sm90.cu): the fp8 kernel's tile step over tiles and scales
-// brought in by the bulk copy engine. Needs head_dim 128 and decode_attention_bulk_copy_available(params).
+// brought in by the bulk copy engine. Needs head_dim 128, GQA groups of at most 8 and
+// decode_attention_bulk_copy_available(params).
 void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when

@@ -1,10 +1,10 @@
 // Decode attention over the fp8 KV cache: decode_attention.cu's blocks (split-KV, GQA group on tensor cores, in-kernel
 // merge) reading E4M3 tiles and their scales, half the bytes of bf16, through a cp.async ring. Each warp builds its
-// tensor-core fragments straight from the ring's bytes (decode_attention_fp8_fragments.cuh): no staging pass of fp16
-// copies, so a head_dim 128 block needs 53.5 KB of shared memory and four blocks (16 warps) share a Hopper SM. The
-// pages of a tile's rows are looked up one iteration before its copies start, so no block-table load sits in front of
-// them. A staging kernel (each warp converting its keys into an fp16 tile for ldmatrix) ran 23-40 % slower and was
-// removed (docs/CUDA_NOTES.md, "fp8 decode attention, direct fragments").
+// tensor-core fragments straight from the ring's bytes with its 16 keys as the m16 rows of the products
+// (decode_attention_fp8_fragments.cuh), so a head_dim 128 block needs 49.5 KB of shared memory and four blocks (16
+// warps) share a Hopper SM. The pages of a tile's rows are looked up one iteration before its copies start, by a
+// cursor stepped from tile to tile (no division per row). docs/CUDA_NOTES.md, "fp8 decode attention, keys as rows",
+// has the profile and the measurements.
 #include <utility>
 
 #include "backend/cuda/kernels/decode_attention.h"
@@ -18,70 +18,97 @@ namespace {
 
 using namespace decode_block;
 
-// The pages of this thread's copy rows of one tile, looked up ahead of the copies (-1: the row is at or past `end`).
-// Data rows: threadIdx.x / kChunks + pass * kRowsPerPass; threads [0, 32) also copy one 16-byte chunk of 4 scales.
+// The block-table position of a tile's first token: its block's index in the sequence's table row and its slot in
+// that block (a multiple of 16: tiles start at multiples of 64, block sizes are multiples of 16). Stepped from tile to
+// tile without a division.
+struct TileCursor {
+  int block, slot;
+};
+
+// The position 16 tokens on from `at` (slots are multiples of 16, and so are block sizes).
+__device__ __forceinline__ TileCursor next_group(TileCursor at, int block_size) {
+  at.slot += 16;
+  if (at.slot == block_size) {
+    at.slot = 0;
+    ++at.block;
+  }
+  return at;
+}
+
+// The pages and slots of this thread's copy rows of one tile, looked up ahead of the copies (page -1: the row is at or
+// past `end`). Data rows: threadIdx.x / kChunks + pass * kRowsPerPass; threads [0, 32) also copy one 16-byte chunk of
+// 4 scales.
 template <int kHeadDim>
 struct TilePages {
   static constexpr int kChunks = kHeadDim / 16;
   static constexpr int kRowsPerPass = kThreads / kChunks;
   static constexpr int kPasses = kTileTokens / kRowsPerPass;
-  int32_t data[kPasses];
-  int32_t scales;
+  int32_t page[kPasses], slot[kPasses];
+  int32_t scale_page, scale_slot;
 };
-
-__device__ __forceinline__ int32_t page_of(const BlockWork& w, int token, int block_size) {
-  return token < w.end ? __ldg(w.table + token / block_size) : -1;
-}
 
 // Row (within the tile) of the 4 scales that thread `thread` < 32 copies: threads [0, 16) K, [16, 32) V.
 __device__ __forceinline__ int scale_row(int thread) { return (thread % (kTileTokens / 4)) * 4; }
 
 template <int kHeadDim>
-__device__ __forceinline__ TilePages<kHeadDim> look_up_pages(const BlockWork& w, int first, int block_size) {
+__device__ __forceinline__ TilePages<kHeadDim> look_up_pages(const BlockWork& w, TileCursor tile, int first,
+                                                             int block_size) {
   using Pages = TilePages<kHeadDim>;
+  __builtin_assume(threadIdx.x < kThreads);  // lets a row's group fold to a constant where the pass decides it
+  const auto look_up = [&](int row, int32_t& page, int32_t& slot) {
+    TileCursor at = tile;
+#pragma unroll
+    for (int group = 1; group < kTileTokens / 16; ++group)
+      if (group <= row / 16) at = next_group(at, block_size);
+    page = first + row < w.end ? __ldg(w.table + at.block) : -1;
+    slot = at.slot + row % 16;
+  };
   Pages pages;
 #pragma unroll
   for (int pass = 0; pass < Pages::kPasses; ++pass)
-    pages.data[pass] = page_of(w, first + threadIdx.x / Pages::kChunks + pass * Pages::kRowsPerPass, block_size);
-  pages.scales = threadIdx.x < 2 * kTileTokens / 4 ? page_of(w, first + scale_row(threadIdx.x), block_size) : -1;
+    look_up(threadIdx.x / Pages::kChunks + pass * Pages::kRowsPerPass, pages.page[pass], pages.slot[pass]);
+  pages.scale_page = -1;
+  pages.scale_slot = 0;
+  if (threadIdx.x < 2 * kTileTokens / 4) look_up(scale_row(threadIdx.x), pages.scale_page, pages.scale_slot);
   return pages;
 }
+
+// Where a block's copies read: cache vector (page, slot) of its KV head is page * page_vectors + head_vector + slot.
+struct CacheVectors {
+  int page_vectors, head_vector;
+  __device__ int64_t operator()(int32_t page, int32_t slot) const {
+    return static_cast<int64_t>(page) * page_vectors + head_vector + slot;
+  }
+};
 
 // Starts the copies of one tile from pages looked up before: fp8 rows of K and V into swizzled chunks
 // (fp8_chunk_offset; rows past `end` zero-filled) and their scales (4 per 16-byte chunk, which never crosses a page:
 // block sizes are multiples of 16; zero-filled past `end`, stale within a chunk that `end` cuts).
 template <int kHeadDim>
 __device__ __forceinline__ void load_tile(uint8_t* k_tile, uint8_t* v_tile, float* k_scales, float* v_scales,
-                                          const DecodeAttentionParams& p, const BlockWork& w, int first,
+                                          const DecodeAttentionParams& p, CacheVectors vectors,
                                           const TilePages<kHeadDim>& pages) {
   using Pages = TilePages<kHeadDim>;
   const int chunk = threadIdx.x % Pages::kChunks;
 #pragma unroll
   for (int pass = 0; pass < Pages::kPasses; ++pass) {
-    const int row = threadIdx.x / Pages::kChunks + pass * Pages::kRowsPerPass, token = first + row;
-    const bool valid = pages.data[pass] >= 0;
-    int64_t offset = 0;
-    if (valid)
-      offset = ((static_cast<int64_t>(pages.data[pass]) * p.num_kv_heads + w.kv_head) * p.block_size +
-                token % p.block_size) *
-                   kHeadDim +
-               chunk * 16;
+    const int row = threadIdx.x / Pages::kChunks + pass * Pages::kRowsPerPass;
+    const bool valid = pages.page[pass] >= 0;
+    const int64_t offset = valid ? vectors(pages.page[pass], pages.slot[pass]) * kHeadDim + chunk * 16 : 0;
     cp_async_16(k_tile + fp8_chunk_offset<kHeadDim>(row, chunk), p.k_fp8 + offset, valid);
     cp_async_16(v_tile + fp8_chunk_offset<kHeadDim>(row, chunk), p.v_fp8 + offset, valid);
   }
   if (threadIdx.x < 2 * kTileTokens / 4) {
-    const bool is_v = threadIdx.x >= kTileTokens / 4, valid = pages.scales >= 0;
-    const int row = scale_row(threadIdx.x);
-    int64_t offset = 0;
-    if (valid)
-      offset = (static_cast<int64_t>(pages.scales) * p.num_kv_heads + w.kv_head) * p.block_size +
-               (first + row) % p.block_size;
-    cp_async_16((is_v ? v_scales : k_scales) + row, (is_v ? p.v_scales : p.k_scales) + offset, valid);
+    const bool is_v = threadIdx.x >= kTileTokens / 4, valid = pages.scale_page >= 0;
+    const int64_t offset = valid ? vectors(pages.scale_page, pages.scale_slot) : 0;
+    cp_async_16((is_v ? v_scales : k_scales) + scale_row(threadIdx.x), (is_v ? p.v_scales : p.k_scales) + offset,
+                valid);
   }
 }
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel; one barrier per tile.
-template <int kHeadDim>
+// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel; one barrier per tile. kHeadBlocks: n8
+// blocks of query heads (fp8_head_blocks of the GQA group).
+template <int kHeadDim, int kHeadBlocks>
 __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
     decode_attention_fp8_kernel(DecodeAttentionParams p) {
   using Layout = Fp8Layout<kHeadDim>;
@@ -93,32 +120,39 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
   extern __shared__ __align__(16) unsigned char shared_raw[];
   uint8_t* ring = shared_raw;
   float* scale_ring = reinterpret_cast<float*>(shared_raw + Layout::kRingBytes);
-  uint4* q_fragments = reinterpret_cast<uint4*>(shared_raw + Layout::kRingBytes + Layout::kScaleBytes);
   const auto k_stage = [&](int tile) { return ring + (tile % kFp8Stages) * 2 * Layout::kTileBytes; };
   const auto k_scale_stage = [&](int tile) { return scale_ring + (tile % kFp8Stages) * 2 * kTileTokens; };
   const auto tile_first = [&](int tile) { return w.begin + tile * kTileTokens; };
+  const CacheVectors vectors{p.num_kv_heads * p.block_size, w.kv_head * p.block_size};
   const auto load = [&](int tile, const TilePages<kHeadDim>& pages) {
     load_tile<kHeadDim>(k_stage(tile), k_stage(tile) + Layout::kTileBytes, k_scale_stage(tile),
-                        k_scale_stage(tile) + kTileTokens, p, w, tile_first(tile), pages);
+                        k_scale_stage(tile) + kTileTokens, p, vectors, pages);
+  };
+  // The cursor of the next tile to look up, and the step from one tile to the next.
+  TileCursor cursor{w.begin / p.block_size, w.begin % p.block_size};
+  const TileCursor tile_step{kTileTokens / p.block_size, kTileTokens % p.block_size};
+  const auto look_up_next = [&](int tile) {
+    const TilePages<kHeadDim> pages = look_up_pages<kHeadDim>(w, cursor, tile_first(tile), p.block_size);
+    cursor.block += tile_step.block;
+    cursor.slot += tile_step.slot;
+    if (cursor.slot >= p.block_size) {
+      cursor.slot -= p.block_size;
+      ++cursor.block;
+    }
+    return pages;
   };
 
   // Prologue: tiles [0, kFp8Stages - 1), one cp.async group each, and the pages of the next tile to load.
-  TilePages<kHeadDim> pages = look_up_pages<kHeadDim>(w, tile_first(0), p.block_size);
+  TilePages<kHeadDim> pages = look_up_next(0);
 #pragma unroll
   for (int tile = 0; tile < kFp8Stages - 1; ++tile) {
     if (tile < w.num_tiles) load(tile, pages);
     cp_async_commit();
-    pages = look_up_pages<kHeadDim>(w, tile_first(tile + 1), p.block_size);
+    pages = look_up_next(tile + 1);
   }
-  WarpState<kHeadDim> st;
-  if (warp == 0) {  // the first iteration's barrier publishes them
-    load_permuted_query_fragments<kHeadDim>(
-        st.q_frag, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk)
-      q_fragments[kk * 32 + lane] = make_uint4(st.q_frag[kk][0], st.q_frag[kk][1], st.q_frag[kk][2], st.q_frag[kk][3]);
-  }
-  float v_reference = 0;  // this warp's O is in units of v_reference * fp8_code_unit() (fp8_tile_probabilities)
+  Fp8WarpState<kHeadDim, kHeadBlocks> st;
+  load_query_fragments_t<kHeadDim, kHeadBlocks>(
+      st.q, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
 
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   for (int tile = 0; tile < w.num_tiles; ++tile) {
@@ -127,21 +161,25 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
     const int next = tile + kFp8Stages - 1;
     if (next < w.num_tiles) load(next, pages);
     cp_async_commit();
-    pages = look_up_pages<kHeadDim>(w, tile_first(next + 1), p.block_size);  // used one iteration later
-    attend_fp8_tile<kHeadDim>(st, v_reference, q_fragments, k_stage(tile), k_stage(tile) + Layout::kTileBytes,
-                              k_scale_stage(tile), k_scale_stage(tile) + kTileTokens, tile_first(tile), w.end,
-                              scale_log2, warp, lane);
+    pages = look_up_next(next + 1);  // used one iteration later
+    attend_fp8_tile<kHeadDim>(st, k_stage(tile), k_stage(tile) + Layout::kTileBytes, k_scale_stage(tile),
+                              k_scale_stage(tile) + kTileTokens, tile_first(tile), w.end, scale_log2, warp, lane);
   }
-  apply_v_reference(st, v_reference * fp8_code_unit());
   cp_async_wait_all();
-  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane, PermutedColumns<kHeadDim>{});
+  __syncthreads();  // no warp reads the ring any more: it becomes the merge scratch
+  __shared__ float head_stats[kWarps][2][kGroupRows];
+  float* scratch = reinterpret_cast<float*>(ring);
+  WarpState<kHeadDim> heads = fp8_states_to_head_rows(st, scratch, head_stats, warp, lane);
+  finish_block<kHeadDim>(p, w, heads, scratch, warp, lane);
 }
 
 }  // namespace
 
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream) {
-  launch_fp8_decode_kernel(params, stream, [](auto dim) {
-    return std::pair(decode_attention_fp8_kernel<decltype(dim)::value>, Fp8Layout<decltype(dim)::value>::kSharedBytes);
+  launch_fp8_decode_kernel(params, stream, [](auto dim, auto head_blocks) {
+    constexpr int kHeadDim = decltype(dim)::value;
+    return std::pair(decode_attention_fp8_kernel<kHeadDim, decltype(head_blocks)::value>,
+                     Fp8Layout<kHeadDim>::kSharedBytes);
   });
 }
 

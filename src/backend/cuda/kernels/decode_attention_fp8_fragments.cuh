@@ -1,14 +1,19 @@
 // The per-warp tile step of the fp8 decode attention (decode_attention_fp8.cu): tensor-core fragments built straight
-// from the E4M3 bytes of the tile ring, with no staging pass through shared memory.
-//
+// from the E4M3 bytes of the tile ring, with no staging pass through shared memory, and the products taken
+// transposed so that the warp's 16 keys, not the GQA group's few query heads, are the m16 rows:
+// - Sᵀ = K·Qᵀ: A = 16 keys x 16 head dims, B = 16 dims x 8 query heads (one n8 block per 8 heads of the group), so a
+//   tile takes head_dim / 16 mma per head block instead of twice that with the heads padded to 16 rows, and a thread
+//   holds 4 scores (2 keys x 2 heads) per head block instead of 8.
+// - Oᵀ = Vᵀ·Pᵀ: A = 16 head dims x 16 keys, B = Pᵀ (16 keys x 8 heads, the score accumulators transposed in
+//   registers by movmatrix), so O takes head_dim / 16 x 4 registers per head block instead of head_dim / 8 x 4.
 // Both products are sums over an index that may be permuted freely, as long as both operands use the same order:
-// - S = Q·Kᵀ sums over head dims. m16n8k16's B fragment gives a thread dims 2t, 2t+1, 2t+8, 2t+9 (t = lane % 4) of
-//   each 16-dim step; the dims are permuted so that a thread's dims of all steps are one contiguous run of
-//   head_dim / 4 bytes of its key (k_dim below), applied to the query fragments too.
-// - O = P·V sums over keys, but its B fragment gives a thread one dim (n = lane / 4) of four keys. Here the output
-//   dims are permuted instead: output column n of n-block j is dim n * (head_dim / 8) + j (output_dim below), so a
-//   thread reads one contiguous run of head_dim / 8 bytes of each of its four keys and pairs bytes of two keys with
-//   one byte permute. finish_block reads O through the inverse map (PermutedColumns).
+// - S sums over head dims. The A fragment gives a thread dims 2t, 2t+1, 2t+8, 2t+9 (t = lane % 4) of each 16-dim
+//   step; the dims are permuted so that a thread's dims of all steps are one contiguous run of head_dim / 4 bytes of
+//   its key (k_dim below), applied to the query fragments too.
+// - O sums over keys, and its A fragment gives a thread two rows (head dims) of four keys. Here the rows are permuted
+//   instead: row r of m-tile j is head dim output_dim(j, r), so a thread reads one contiguous run of head_dim / 8
+//   bytes of each of its four keys and pairs bytes of two keys with one byte permute. The end of the block
+//   (fp8_states_to_head_rows) writes O back in head-dim order.
 // E4M3 -> fp16: one packed cvt per two values on sm_89+; on sm_80 by bit moves (a byte s eeee mmm placed as fp16
 // s 0 eeee mmm 0000000 is exactly its value x 2^-8, subnormals included), with 256 folded into the scales.
 #pragma once
@@ -25,17 +30,14 @@
 namespace qinfer::cuda::decode_block {
 
 // Shared memory of the fp8 kernel: the fp8 ring [kFp8Stages][K|V][kTileTokens][kHeadDim] bytes (16-byte chunks
-// swizzled by fp8_chunk_offset), the scale ring [kFp8Stages][K|V][kTileTokens] fp32 and the query fragments
-// [kHeadDim / 16][32 lanes] uint4 (the same for every warp). No staging tiles, so a head_dim 128 block takes 53.5 KB
-// and four blocks fit on an SM; the query fragments are read from shared memory each tile rather than held in 32
-// registers, which keeps the kernel within 128 registers (four blocks of 128 threads) without spills.
+// swizzled by fp8_chunk_offset) and the scale ring [kFp8Stages][K|V][kTileTokens] fp32. No staging tiles, so a
+// head_dim 128 block takes 49.5 KB and four blocks fit on an SM (five do not: 228 KB per SM, 1 KB reserved per block).
 template <int kHeadDim>
 struct Fp8Layout {
   static constexpr int kTileBytes = kTileTokens * kHeadDim;
   static constexpr int kRingBytes = kFp8Stages * 2 * kTileBytes;
   static constexpr int kScaleBytes = kFp8Stages * 2 * kTileTokens * 4;
-  static constexpr int kQueryBytes = kHeadDim / 16 * 32 * 16;
-  static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kQueryBytes;
+  static constexpr int kSharedBytes = kRingBytes + kScaleBytes;
   static constexpr int kBlocksPerSm = 4;  // its __launch_bounds__: at most 128 registers per thread
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
 };
@@ -48,39 +50,29 @@ __device__ __forceinline__ int fp8_chunk_offset(int row, int chunk) {
   return row * kHeadDim + ((chunk ^ (row % kChunks)) << 4);
 }
 
-// Query dim of m16n8k16 column `column` (0..15) of 16-dim step `step`: see the file comment.
+// Query dim of m16n8k16 k-column `column` (0..15) of 16-dim step `step`: see the file comment.
 template <int kHeadDim>
 __host__ __device__ constexpr int k_dim(int step, int column) {
   return (column % 8 / 2) * (kHeadDim / 4) + step * 4 + (column / 8) * 2 + column % 2;
 }
 
-// Head dim of column `column` (0..7) of output n-block `block`: see the file comment.
+// Head dim of row `row` (0..15) of Oᵀ m-tile `tile` (0..kHeadDim / 16): see the file comment. A thread's rows r and
+// r + 8 of every m-tile are the dims [r * kHeadDim / 8, (r + 1) * kHeadDim / 8), its run of V bytes.
 template <int kHeadDim>
-__host__ __device__ constexpr int output_dim(int block, int column) {
-  return column * (kHeadDim / 8) + block;
+__host__ __device__ constexpr int output_dim(int tile, int row) {
+  return (row % 8) * (kHeadDim / 8) + (row / 8) * (kHeadDim / 16) + tile;
 }
 
-// The inverse of output_dim: the O accumulator column (n-block * 8 + column) that holds head dim `dim`.
-template <int kHeadDim>
-struct PermutedColumns {
-  __host__ __device__ constexpr int operator()(int dim) const {
-    return dim % (kHeadDim / 8) * 8 + dim / (kHeadDim / 8);
-  }
-};
-
-// Compile-time checks of the three maps: k_dim hits every dim once, PermutedColumns inverts output_dim.
+// Compile-time checks of the two maps: each hits every head dim once.
 template <int kHeadDim>
 constexpr bool fragment_maps_are_permutations() {
-  bool seen[kHeadDim] = {};
+  bool k_seen[kHeadDim] = {}, o_seen[kHeadDim] = {};
   for (int step = 0; step < kHeadDim / 16; ++step)
     for (int column = 0; column < 16; ++column) {
-      const int dim = k_dim<kHeadDim>(step, column);
-      if (dim < 0 || dim >= kHeadDim || seen[dim]) return false;
-      seen[dim] = true;
+      const int k = k_dim<kHeadDim>(step, column), o = output_dim<kHeadDim>(step, column);
+      if (k < 0 || k >= kHeadDim || k_seen[k] || o < 0 || o >= kHeadDim || o_seen[o]) return false;
+      k_seen[k] = o_seen[o] = true;
     }
-  for (int block = 0; block < kHeadDim / 8; ++block)
-    for (int column = 0; column < 8; ++column)
-      if (PermutedColumns<kHeadDim>{}(output_dim<kHeadDim>(block, column)) != block * 8 + column) return false;
   return true;
 }
 static_assert(fragment_maps_are_permutations<64>() && fragment_maps_are_permutations<128>());
@@ -107,23 +99,23 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t word) {
 #endif
 }
 
-// The query fragments of the GQA group (m16 x k16 A operand per 16-dim step) in the k_dim order, as fp16: a
-// thread's two columns of a half step are dims k_dim(step, 2t) and k_dim(step, 2t) + 1, one 4-byte load.
-template <int kHeadDim>
-__device__ __forceinline__ void load_permuted_query_fragments(uint32_t (&q_frag)[kHeadDim / 16][4],
-                                                              const __nv_bfloat16* group_q, int group, int lane) {
-  const int row = lane / 4, column = (lane % 4) * 2;
-  const auto pair = [&](int r, int dim) -> uint32_t {
-    return r < group ? __ldg(reinterpret_cast<const uint32_t*>(group_q + r * kHeadDim + dim)) : 0u;
+// The query fragments of the GQA group as the Qᵀ B operand (k16 dims x n8 heads per 16-dim step and head block) in
+// the k_dim order, as fp16: head block hb, lane: head hb * 8 + lane / 4, dims k_dim(step, 2t) + {0, 1} (register 0)
+// and k_dim(step, 2t + 8) + {0, 1} (register 1); heads at or past `group` are zero. Straight from global memory.
+template <int kHeadDim, int kHeadBlocks>
+__device__ __forceinline__ void load_query_fragments_t(uint32_t (&q)[kHeadDim / 16][kHeadBlocks][2],
+                                                       const __nv_bfloat16* group_q, int group, int lane) {
+  const int column = (lane % 4) * 2;
+  const auto pair = [&](int head, int dim) -> uint32_t {
+    return head < group ? __ldg(reinterpret_cast<const uint32_t*>(group_q + head * kHeadDim + dim)) : 0u;
   };
 #pragma unroll
-  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-    q_frag[kk][0] = pair(row, k_dim<kHeadDim>(kk, column));
-    q_frag[kk][1] = pair(row + 8, k_dim<kHeadDim>(kk, column));
-    q_frag[kk][2] = pair(row, k_dim<kHeadDim>(kk, column + 8));
-    q_frag[kk][3] = pair(row + 8, k_dim<kHeadDim>(kk, column + 8));
-  }
-  query_fragments_to_f16<kHeadDim>(q_frag);
+  for (int kk = 0; kk < kHeadDim / 16; ++kk)
+#pragma unroll
+    for (int hb = 0; hb < kHeadBlocks; ++hb) {
+      q[kk][hb][0] = bf16x2_to_f16x2(pair(hb * 8 + lane / 4, k_dim<kHeadDim>(kk, column)));
+      q[kk][hb][1] = bf16x2_to_f16x2(pair(hb * 8 + lane / 4, k_dim<kHeadDim>(kk, column + 8)));
+    }
 }
 
 // `kWords` consecutive 4-byte words of one key's row in a tile, from byte `first_byte` (a multiple of 8; the run never
@@ -148,64 +140,143 @@ __device__ __forceinline__ void load_key_words(const uint8_t* tile, int row, int
   }
 }
 
-// One tile's step with its operands read straight from the byte tiles: score = (q . code_k) * scale_k,
-// O += p * scale_v * code_v (fp8_tile_probabilities, decode_attention_fp8_tile.cuh), over this warp's keys
-// warp * 16 + [0, 16) of the tile; scores in fp8_code_unit() units of the query · K value (the caller folds the unit
-// into scale_log2 and v_reference's final multiplication). O accumulates in the output_dim column order.
-// `q_fragments`: [kHeadDim / 16][32 lanes] the query fragments of load_permuted_query_fragments.
-template <int kHeadDim>
-__device__ __forceinline__ void attend_fp8_tile(WarpState<kHeadDim>& st, float& v_reference, const uint4* q_fragments,
-                                                const uint8_t* k_tile, const uint8_t* v_tile, const float* k_scales,
-                                                const float* v_scales, int tile_first, int end, float scale_log2,
-                                                int warp, int lane) {
+// One tile's step with its operands read straight from the byte tiles, over this warp's keys warp * 16 + [0, 16) of
+// the tile: Sᵀ = code_k · Qᵀ (scores in fp8_code_unit() units; the caller folds the unit into scale_log2 and the
+// final V-reference multiplication), probabilities with the K scale on the scores and the V scale on the
+// probabilities (fp8_tile_probabilities, decode_attention_fp8_tile.cuh), Oᵀ += code_vᵀ · Pᵀ in the output_dim row
+// order. A lane's A rows are keys lane / 4 and lane / 4 + 8 of the warp.
+template <int kHeadDim, int kHeadBlocks>
+__device__ __forceinline__ void attend_fp8_tile(Fp8WarpState<kHeadDim, kHeadBlocks>& st, const uint8_t* k_tile,
+                                                const uint8_t* v_tile, const float* k_scales, const float* v_scales,
+                                                int tile_first, int end, float scale_log2, int warp, int lane) {
   constexpr int kSteps = kHeadDim / 16;
-  const int key_in_block = lane / 4, quad = lane % 4;
-  // S: a thread's keys warp * 16 + nb * 8 + lane / 4, bytes [quad * kHeadDim / 4, + kHeadDim / 4): word kk holds
-  // k_dim(kk, 2 quad + {0, 1}) in its low half and k_dim(kk, 2 quad + 8 + {0, 1}) in its high half. Read 16 bytes
-  // (4 steps) of both keys at a time, to bound the registers held.
-  float s[2][4] = {};
+  const int row = lane / 4, quad = lane % 4, key = warp * kWarpKeys + row;
+  // Sᵀ: keys `key` and `key` + 8, bytes [quad * kHeadDim / 4, + kHeadDim / 4): word kk holds k_dim(kk, 2 quad + {0, 1})
+  // in its low half and k_dim(kk, 2 quad + 8 + {0, 1}) in its high half. 16 bytes (4 steps) of both keys at a time,
+  // to bound the registers held; even and odd steps accumulate apart, halving the chain of dependent mma.
+  float s[2][kHeadBlocks][4] = {};
 #pragma unroll
   for (int first_step = 0; first_step < kSteps; first_step += 4) {
     uint32_t k_words[2][4];
 #pragma unroll
-    for (int nb = 0; nb < 2; ++nb)
-      load_key_words<kHeadDim, 4>(k_tile, warp * kWarpKeys + nb * 8 + key_in_block,
-                                  quad * (kHeadDim / 4) + first_step * 4, k_words[nb]);
+    for (int half = 0; half < 2; ++half)
+      load_key_words<kHeadDim, 4>(k_tile, key + half * 8, quad * (kHeadDim / 4) + first_step * 4, k_words[half]);
 #pragma unroll
     for (int kk = first_step; kk < first_step + 4; ++kk) {
-      const uint4 q = q_fragments[kk * 32 + lane];
-      const uint32_t a[4] = {q.x, q.y, q.z, q.w};
+      const uint32_t a[4] = {e4m3x2_to_f16x2<0>(k_words[0][kk % 4]), e4m3x2_to_f16x2<0>(k_words[1][kk % 4]),
+                             e4m3x2_to_f16x2<1>(k_words[0][kk % 4]), e4m3x2_to_f16x2<1>(k_words[1][kk % 4])};
 #pragma unroll
-      for (int nb = 0; nb < 2; ++nb)
-        mma_f16(s[nb], a, e4m3x2_to_f16x2<0>(k_words[nb][kk % 4]), e4m3x2_to_f16x2<1>(k_words[nb][kk % 4]));
+      for (int hb = 0; hb < kHeadBlocks; ++hb) mma_f16(s[kk % 2][hb], a, st.q[kk][hb][0], st.q[kk][hb][1]);
     }
   }
+#pragma unroll
+  for (int hb = 0; hb < kHeadBlocks; ++hb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[0][hb][e] += s[1][hb][e];
 
-  // V: keys warp * 16 + {2 quad, 2 quad + 1, 2 quad + 8, 2 quad + 9}, bytes [n * kHeadDim / 8, + kHeadDim / 8) with
-  // n = lane / 4: byte j of that run is output n-block j's column n.
-  constexpr int kVWords = kHeadDim / 32;
+  // V: keys warp * 16 + {2 quad, 2 quad + 1, 2 quad + 8, 2 quad + 9}, bytes [row * kHeadDim / 8, + kHeadDim / 8):
+  // byte b of that run is m-tile b's row `row` for b < kHeadDim / 16, else m-tile b - kHeadDim / 16's row `row` + 8.
+  constexpr int kVWords = kHeadDim / 32, kHalfWords = kVWords / 2;
   uint32_t v_words[4][kVWords];
 #pragma unroll
-  for (int key = 0; key < 4; ++key)
-    load_key_words<kHeadDim, kVWords>(v_tile, warp * kWarpKeys + (key / 2) * 8 + 2 * quad + key % 2,
-                                      key_in_block * (kHeadDim / 8), v_words[key]);
+  for (int k = 0; k < 4; ++k)
+    load_key_words<kHeadDim, kVWords>(v_tile, warp * kWarpKeys + (k / 2) * 8 + 2 * quad + k % 2, row * (kHeadDim / 8),
+                                      v_words[k]);
 
-  uint32_t a[4];
-  fp8_tile_probabilities<kHeadDim>(st, v_reference, s, k_scales, v_scales, tile_first, end, scale_log2, warp, lane, a);
+  uint32_t p_t[kHeadBlocks][2];
+  fp8_tile_probabilities<kHeadDim>(st, s[0], k_scales, v_scales, tile_first, end, scale_log2, key, p_t);
 #pragma unroll
-  for (int word = 0; word < kVWords; ++word) {
-    // Bytes b of keys (2 quad, 2 quad + 1) interleaved: [k0.b0, k1.b0, k0.b1, k1.b1] and [k0.b2, k1.b2, k0.b3, k1.b3].
-    const uint32_t low_pairs[2] = {__byte_perm(v_words[0][word], v_words[1][word], 0x5140),
-                                   __byte_perm(v_words[0][word], v_words[1][word], 0x7362)};
-    const uint32_t high_pairs[2] = {__byte_perm(v_words[2][word], v_words[3][word], 0x5140),
-                                    __byte_perm(v_words[2][word], v_words[3][word], 0x7362)};
+  for (int word = 0; word < kHalfWords; ++word) {
+    // pairs[key pair][row half][byte pair]: bytes b of keys (2 quad, 2 quad + 1) or (2 quad + 8, 2 quad + 9)
+    // interleaved, [k0.b0, k1.b0, k0.b1, k1.b1] and [k0.b2, k1.b2, k0.b3, k1.b3].
+    uint32_t pairs[2][2][2];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int block = 4 * word + 2 * half;
-      mma_f16(st.o[block], a, e4m3x2_to_f16x2<0>(low_pairs[half]), e4m3x2_to_f16x2<0>(high_pairs[half]));
-      mma_f16(st.o[block + 1], a, e4m3x2_to_f16x2<1>(low_pairs[half]), e4m3x2_to_f16x2<1>(high_pairs[half]));
+    for (int key_pair = 0; key_pair < 2; ++key_pair)
+#pragma unroll
+      for (int row_half = 0; row_half < 2; ++row_half) {
+        const uint32_t x = v_words[2 * key_pair][word + row_half * kHalfWords],
+                       y = v_words[2 * key_pair + 1][word + row_half * kHalfWords];
+        pairs[key_pair][row_half][0] = __byte_perm(x, y, 0x5140);
+        pairs[key_pair][row_half][1] = __byte_perm(x, y, 0x7362);
+      }
+#pragma unroll
+    for (int byte = 0; byte < 4; ++byte) {
+      const auto convert = [&](uint32_t pair) {
+        return byte % 2 ? e4m3x2_to_f16x2<1>(pair) : e4m3x2_to_f16x2<0>(pair);
+      };
+      const uint32_t a[4] = {convert(pairs[0][0][byte / 2]), convert(pairs[0][1][byte / 2]),
+                             convert(pairs[1][0][byte / 2]), convert(pairs[1][1][byte / 2])};
+#pragma unroll
+      for (int hb = 0; hb < kHeadBlocks; ++hb) mma_f16(st.o[4 * word + byte][hb], a, p_t[hb][0], p_t[hb][1]);
     }
   }
+}
+
+// Where the hand-over below parks O element (head, m-tile j, A row r) of a warp in shared memory: [j][r][head] fp32
+// with a head stride of kHeadBlocks * 8 and a tile stride padded by 4 words, so that both the lanes' stores (8 rows x
+// 4 head pairs) and their loads in finish_block's order (8 heads x 4 dim pairs) hit distinct banks at head_dim 128
+// with one head block (2-way at most otherwise).
+template <int kHeadDim, int kHeadBlocks>
+struct TransposedScratch {
+  static constexpr int kHeadStride = kHeadBlocks * 8;
+  static constexpr int kTileStride = 16 * kHeadStride + 4;
+  static constexpr int kWarpFloats = kHeadDim / 16 * kTileStride;
+  __device__ static int offset(int head, int tile, int row) { return tile * kTileStride + row * kHeadStride + head; }
+  // The same for head dim `dim`: the inverse of output_dim.
+  __device__ static int offset_of_dim(int head, int dim) {
+    const int run = dim / (kHeadDim / 8), in_run = dim % (kHeadDim / 8);
+    return offset(head, in_run % (kHeadDim / 16), run + 8 * (in_run / (kHeadDim / 16)));
+  }
+};
+
+// The warp's transposed state handed to finish_block as a WarpState (heads as rows, head dims in order, real units):
+// Oᵀ through this warp's part of `scratch` (TransposedScratch; the tile ring, which finish_block then reuses), each
+// head's maximum and complete sum through `head_stats`. Call once no warp reads the tile ring any more.
+template <int kHeadDim, int kHeadBlocks>
+__device__ __forceinline__ WarpState<kHeadDim> fp8_states_to_head_rows(Fp8WarpState<kHeadDim, kHeadBlocks>& st,
+                                                                       float* scratch,
+                                                                       float (&head_stats)[kWarps][2][kGroupRows],
+                                                                       int warp, int lane) {
+  using Scratch = TransposedScratch<kHeadDim, kHeadBlocks>;
+  static_assert(kWarps * Scratch::kWarpFloats * 4 <= Fp8Layout<kHeadDim>::kRingBytes, "must fit in the ring");
+  const int row = lane / 4, quad = lane % 4;
+  float* parked = scratch + warp * Scratch::kWarpFloats;
+  const float to_real = st.v_reference * fp8_code_unit();
+#pragma unroll
+  for (int hb = 0; hb < kHeadBlocks; ++hb) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = st.row_sum[hb][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+      if (row == 0) {
+        head_stats[warp][0][hb * 8 + 2 * quad + h] = st.row_max[hb][h];
+        head_stats[warp][1][hb * 8 + 2 * quad + h] = sum;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 16; ++j)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        *reinterpret_cast<float2*>(parked + Scratch::offset(hb * 8 + 2 * quad, j, row + 8 * half)) =
+            make_float2(st.o[j][hb][2 * half] * to_real, st.o[j][hb][2 * half + 1] * to_real);
+  }
+  __syncwarp();
+  WarpState<kHeadDim> heads;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int head = row + 8 * r;
+    const bool held = head < kHeadBlocks * 8;
+    heads.row_max[r] = held ? head_stats[warp][0][head] : -INFINITY;
+    heads.row_sum[r] = held && quad == 0 ? head_stats[warp][1][head] : 0.0f;  // finish_block sums the row's 4 lanes
+#pragma unroll
+    for (int nb = 0; nb < kHeadDim / 8; ++nb)
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+        heads.o[nb][2 * r + c] = held ? parked[Scratch::offset_of_dim(head, nb * 8 + 2 * quad + c)] : 0.0f;
+  }
+  return heads;
 }
 
 }  // namespace qinfer::cuda::decode_block

@@ -33,22 +33,22 @@ constexpr int kBoxTokens = 16;  // keys per box: the block size is a multiple of
 // Tiles in the ring: the one computed and one in flight. Measured 1-4 % faster than 3 (docs/CUDA_NOTES.md, runs B2-B3;
 // not profiled: likely the larger L1 that the smaller ring leaves, with one tile in flight enough to cover a copy).
 constexpr int kBulkStages = 2;
-constexpr int kBlocksPerSm = 4;    // its __launch_bounds__ (at most 128 registers), and what shared memory allows
+constexpr int kBlocksPerSm = kFp8BulkCopyBlocksPerSm;
 constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, where the swizzle pattern repeats
 
-// Shared memory: the byte ring [kBulkStages][K|V][kTileTokens][128] (1024-byte aligned, each 16-key box 2 KB), the
-// scale ring [kBulkStages][K|V][kTileTokens] fp32 and the query fragments [kHeadDim / 16][32 lanes] uint4.
+// Shared memory: the byte ring [kBulkStages][K|V][kTileTokens][128] (1024-byte aligned, each 16-key box 2 KB) and the
+// scale ring [kBulkStages][K|V][kTileTokens] fp32. The kernel serves GQA groups of at most 8 (one head block,
+// fp8_head_blocks): the hand-over of the warps' transposed O (TransposedScratch) must fit in the ring too.
 struct BulkLayout {
   static constexpr int kTileBytes = kTileTokens * kHeadDim;
   static constexpr int kRingBytes = kBulkStages * 2 * kTileBytes;
   static constexpr int kScaleBytes = kBulkStages * 2 * kTileTokens * 4;
-  static constexpr int kQueryBytes = kHeadDim / 16 * 32 * 16;
-  static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kQueryBytes + kAlignSlack;
+  static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kAlignSlack;
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
+  static_assert(kWarps * TransposedScratch<kHeadDim, 1>::kWarpFloats * 4 <= kRingBytes,
+                "the transposed O hand-over must fit in the ring");
   // 228 KB per SM, 1 KB reserved per block, about 0.6 KB of static shared memory (barriers, finish_block's merge).
   static_assert(kBlocksPerSm * (kSharedBytes + 1024 + 640) <= 228 * 1024, "kBlocksPerSm blocks must fit an SM");
-  // The split planner counts one resident-block figure for both fp8 kernels (resident_blocks_per_sm).
-  static_assert(kBlocksPerSm == Fp8Layout<kHeadDim>::kBlocksPerSm, "update the planner's fp8 resident blocks");
 };
 
 struct Fp8BulkCopyParams {
@@ -94,7 +94,6 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   extern __shared__ unsigned char shared_raw[];
   uint8_t* ring = shared_raw + ((kAlignSlack - (sm90::shared_address(shared_raw) % kAlignSlack)) % kAlignSlack);
   float* scale_ring = reinterpret_cast<float*>(ring + Layout::kRingBytes);
-  uint4* q_fragments = reinterpret_cast<uint4*>(ring + Layout::kRingBytes + Layout::kScaleBytes);
   const auto k_stage = [&](int tile) { return ring + (tile % kBulkStages) * 2 * Layout::kTileBytes; };
   const auto k_scale_stage = [&](int tile) { return scale_ring + (tile % kBulkStages) * 2 * kTileTokens; };
   if (threadIdx.x == 0) {
@@ -130,20 +129,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       sm90::bulk_copy(sm90::shared_address(k_scale_box + kTileTokens), p.v_scales + row, kScaleBoxBytes, barrier);
     }
   };
-  WarpState<kHeadDim> st;
   int next_row = 0;  // warp 0: the box row of tile kBulkStages - 1, then of each next tile to issue
   if (warp == 0) {
     for (int tile = 0; tile < kBulkStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(tile));
     next_row = box_row(kBulkStages - 1);
-    // The query fragments, the same for every warp; the first iteration's barrier publishes them.
-    load_permuted_query_fragments<kHeadDim>(
-        st.q_frag, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk)
-      q_fragments[kk * 32 + lane] = make_uint4(st.q_frag[kk][0], st.q_frag[kk][1], st.q_frag[kk][2], st.q_frag[kk][3]);
   }
-  float v_reference = 0;  // this warp's O is in units of v_reference * fp8_code_unit() (fp8_tile_probabilities)
-
+  Fp8WarpState<kHeadDim, 1> st;
+  load_query_fragments_t<kHeadDim, 1>(
+      st.q, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now
@@ -156,11 +149,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     uint8_t* k_tile = k_stage(tile);
     const float* k_scales = k_scale_stage(tile);
     if (tile == w.num_tiles - 1) zero_v_rows_past_end(k_tile + Layout::kTileBytes, tile_first(tile), w.end, warp, lane);
-    attend_fp8_tile<kHeadDim>(st, v_reference, q_fragments, k_tile, k_tile + Layout::kTileBytes, k_scales,
-                              k_scales + kTileTokens, tile_first(tile), w.end, scale_log2, warp, lane);
+    attend_fp8_tile<kHeadDim>(st, k_tile, k_tile + Layout::kTileBytes, k_scales, k_scales + kTileTokens,
+                              tile_first(tile), w.end, scale_log2, warp, lane);
   }
-  apply_v_reference(st, v_reference * fp8_code_unit());
-  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane, PermutedColumns<kHeadDim>{});
+  __syncthreads();  // no warp reads the ring any more: it becomes the merge scratch
+  __shared__ float head_stats[kWarps][2][kGroupRows];
+  float* scratch = reinterpret_cast<float*>(ring);
+  WarpState<kHeadDim> heads = fp8_states_to_head_rows(st, scratch, head_stats, warp, lane);
+  finish_block<kHeadDim>(p, w, heads, scratch, warp, lane);
 #else
   (void)params;
 #endif
@@ -171,9 +167,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream) {
   QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
                    params.v_scales != nullptr && params.head_dim == kHeadDim &&
+                   fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1 &&
                    decode_attention_bulk_copy_available(params),
-               "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, an sm_90a build, a compute "
-               "9.0 device, pool_blocks and a block size that is a multiple of 16");
+               "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, GQA groups of at most 8, an "
+               "sm_90a build, a compute 9.0 device, pool_blocks and a block size that is a multiple of 16");
   if (params.num_decode == 0) return;
   const int64_t rows = params.pool_blocks * params.num_kv_heads * params.block_size;
   Fp8BulkCopyParams bulk;

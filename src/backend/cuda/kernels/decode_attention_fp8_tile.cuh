@@ -1,6 +1,6 @@
-// Parts of the fp8-cache decode attention (decode_attention_fp8.cu) besides its fragments: the ring depth, the query
-// fragments as fp16, the scores-to-probabilities step with the scales folded in where they cost least (a key's K
-// scale multiplies its score, its V scale its probability), the launch and the final V-scale fix-up.
+// Parts of the fp8-cache decode attention (decode_attention_fp8.cu) besides its fragments: the ring depth, a warp's
+// state, the scores-to-probabilities step with the scales folded in where they cost least (a key's K scale multiplies
+// its score, its V scale its probability) and the launch.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -16,100 +16,167 @@
 
 namespace qinfer::cuda::decode_block {
 
-// Three stages keep a block at 53.5 KB of shared memory (head_dim 128, Fp8Layout), so four blocks fit on an SM: the
-// loop is bound by each tile's chain of dependent steps, and more resident blocks hide it.
+// Three stages keep a block at 49.5 KB of shared memory (head_dim 128, Fp8Layout), so four blocks fit on an SM.
 constexpr int kFp8Stages = 3;
 constexpr int kWarpKeys = kTileTokens / kWarps;  // 16 keys of a tile per warp
+// A warp's running maximum of a head is raised (and O rescaled) only when a tile's maximum exceeds it by more than
+// this (log2 units): probabilities then stay below 2^8, far inside fp16, and the result is the same up to rounding,
+// since sums and O are kept relative to whichever maximum is held.
+constexpr float kRescaleThreshold = 8.0f;
 
-// The query fragments as fp16: exact for bf16 values inside fp16's range (normalised, rotated queries are far inside).
-template <int kHeadDim>
-__device__ __forceinline__ void query_fragments_to_f16(uint32_t (&q_frag)[kHeadDim / 16][4]) {
+// The query heads of a GQA group as n8 blocks of the transposed products (decode_attention_fp8_fragments.cuh).
+constexpr int fp8_head_blocks(int group) { return group <= 8 ? 1 : 2; }
+
+// Resident blocks per SM of the Hopper fp8 kernel (decode_attention_fp8_sm90.cu): its __launch_bounds__ and what the
+// split planner counts for it. Run 20a measured 4 faster than 5 with the same tile step (114 vs 95 registers, neither
+// spilling): 64 x 640 26.6 vs 30.7 µs in one plan; 6 spill.
+constexpr int kFp8BulkCopyBlocksPerSm = 4;
+
+// One warp's online-softmax state over its keys in the transposed layout: lane holds heads hb * 8 + 2 (lane % 4) +
+// {0, 1} of each head block hb, and rows lane / 4 and lane / 4 + 8 of each Oᵀ m-tile (head dims output_dim).
+template <int kHeadDim, int kHeadBlocks>
+struct Fp8WarpState {
+  uint32_t q[kHeadDim / 16][kHeadBlocks][2];  // Qᵀ B fragments per 16-dim step (load_query_fragments_t)
+  float o[kHeadDim / 16][kHeadBlocks][4];     // Oᵀ in units of v_reference * fp8_code_unit()
+  float row_max[kHeadBlocks][2];              // of this lane's two heads per block, the same in its 8 lanes
+  float row_sum[kHeadBlocks][2];              // over this lane's keys only
+  float v_reference = 0, v_inverse = 0;       // the largest V scale seen by the warp, and its inverse
+
+  __device__ Fp8WarpState() {
 #pragma unroll
-  for (int kk = 0; kk < kHeadDim / 16; ++kk)
+    for (int hb = 0; hb < kHeadBlocks; ++hb) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 pair = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q_frag[kk][i]));
-      q_frag[kk][i] = pack_f16(pair.x, pair.y);
+      for (int h = 0; h < 2; ++h) {
+        row_max[hb][h] = -INFINITY;
+        row_sum[hb][h] = 0;
+      }
+#pragma unroll
+      for (int j = 0; j < kHeadDim / 16; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[j][hb][e] = 0;
     }
+  }
+};
+
+// A bf16 pair as an fp16 pair: exact for values inside fp16's range (normalised, rotated queries are far inside).
+__device__ __forceinline__ uint32_t bf16x2_to_f16x2(uint32_t pair) {
+  const float2 values = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&pair));
+  return pack_f16(values.x, values.y);
 }
 
-// From this warp's scores of a tile (q . code_k, in the m16n8 accumulator layout; this thread's keys are
-// warp * 16 + nb * 8 + 2 * (lane % 4) + {0, 1}, nb in {0, 1}) to the P·V A fragment `a`: each score times its key's
-// K scale, masked at `end`, one online-softmax step, and each probability times its key's V scale. To keep
-// p * scale_v within [0, 1] (fp16), the warp's O is held in units of `v_reference`, the largest V scale it has seen:
-// when a tile raises it, O is rescaled once; the caller multiplies O by it at the end. Masked keys' V scales count as
-// zero (a partial tile's last scale chunk may copy stale or NaN scales past `end`; 0 * NaN is NaN).
-template <int kHeadDim>
-__device__ __forceinline__ void fp8_tile_probabilities(WarpState<kHeadDim>& st, float& v_reference, float (&s)[2][4],
-                                                       const float* k_scales, const float* v_scales, int tile_first,
-                                                       int end, float scale_log2, int warp, int lane,
-                                                       uint32_t (&a)[4]) {
-  float2 k_scale[2], v_scale[2];
+// An 8 x 8 b16 matrix in the mma fragment layout (lane holds row lane / 4, columns 2 (lane % 4) + {0, 1}) transposed.
+__device__ __forceinline__ uint32_t transpose_8x8(uint32_t fragment) {
+  uint32_t transposed;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(transposed) : "r"(fragment));
+  return transposed;
+}
+
+// Maximum over the 8 lanes that share lane % 4 (the 16 keys of the warp in the transposed accumulator layout).
+__device__ __forceinline__ float max_over_keys(float value) {
+  value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 4));
+  value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 8));
+  return fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 16));
+}
+
+// From this warp's scores of a tile (code_k . q in the Sᵀ accumulator layout: keys `key` (elements 0, 1) and
+// `key` + 8 (2, 3) of the tile, heads 2 (lane % 4) + {0, 1} of each head block) to the Pᵀ B fragments `p_t`: each score
+// times its key's K scale, masked at `end`, one online-softmax step (maximum raised lazily, kRescaleThreshold), and
+// each probability times its key's V scale. To keep p * scale_v within fp16, the warp's O is held in units of
+// `v_reference`, the largest V scale it has seen: when a tile raises it, O is rescaled once. Masked keys' V scales
+// count as zero (a partial tile's last scale chunk may copy stale or NaN scales past `end`; 0 * NaN is NaN).
+template <int kHeadDim, int kHeadBlocks>
+__device__ __forceinline__ void fp8_tile_probabilities(Fp8WarpState<kHeadDim, kHeadBlocks>& st,
+                                                       float (&s)[kHeadBlocks][4], const float* k_scales,
+                                                       const float* v_scales, int tile_first, int end, float scale_log2,
+                                                       int key, uint32_t (&p_t)[kHeadBlocks][2]) {
+  bool valid[2];
+  float k_scale[2], v_scale[2];
 #pragma unroll
-  for (int nb = 0; nb < 2; ++nb) {
-    const int key = warp * kWarpKeys + nb * 8 + (lane % 4) * 2;
-    k_scale[nb] = *reinterpret_cast<const float2*>(k_scales + key);
-    v_scale[nb] = *reinterpret_cast<const float2*>(v_scales + key);
-    if (tile_first + key >= end) v_scale[nb].x = 0;
-    if (tile_first + key + 1 >= end) v_scale[nb].y = 0;
+  for (int half = 0; half < 2; ++half) {
+    valid[half] = tile_first + key + 8 * half < end;
+    k_scale[half] = k_scales[key + 8 * half] * scale_log2;
+    v_scale[half] = valid[half] ? v_scales[key + 8 * half] : 0.0f;
   }
-  float tile_max[2] = {-INFINITY, -INFINITY};
+  float tile_max[kHeadBlocks][2];
+  bool raise = false;
 #pragma unroll
-  for (int nb = 0; nb < 2; ++nb)
+  for (int hb = 0; hb < kHeadBlocks; ++hb) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[hb][e] = valid[e / 2] ? s[hb][e] * k_scale[e / 2] : -INFINITY;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      tile_max[hb][h] = max_over_keys(fmaxf(s[hb][h], s[hb][h + 2]));
+      raise |= tile_max[hb][h] > st.row_max[hb][h] + kRescaleThreshold;
+    }
+  }
+  if (__any_sync(0xffffffffu, raise)) {
+    float correction[kHeadBlocks][2];
+#pragma unroll
+    for (int hb = 0; hb < kHeadBlocks; ++hb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float new_max = fmaxf(st.row_max[hb][h], tile_max[hb][h]);
+        correction[hb][h] = rescale_factor(st.row_max[hb][h], new_max);
+        st.row_max[hb][h] = new_max;
+        st.row_sum[hb][h] *= correction[hb][h];
+      }
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 16; ++j)
+#pragma unroll
+      for (int hb = 0; hb < kHeadBlocks; ++hb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) st.o[j][hb][e] *= correction[hb][e % 2];
+  }
+
+  const float tile_v_max = max_over_keys(fmaxf(v_scale[0], v_scale[1]));
+  if (tile_v_max > st.v_reference) {  // the same in every lane
+    const float ratio = st.v_reference / tile_v_max;
+#pragma unroll
+    for (int j = 0; j < kHeadDim / 16; ++j)
+#pragma unroll
+      for (int hb = 0; hb < kHeadBlocks; ++hb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) st.o[j][hb][e] *= ratio;
+    st.v_reference = tile_v_max;
+    st.v_inverse = 1.0f / tile_v_max;
+  }
+  const float v_weight[2] = {v_scale[0] * st.v_inverse, v_scale[1] * st.v_inverse};
+#pragma unroll
+  for (int hb = 0; hb < kHeadBlocks; ++hb) {
+    float prob[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int key = tile_first + warp * kWarpKeys + nb * 8 + (lane % 4) * 2 + (e % 2);
-      const float value = key < end ? s[nb][e] * (e % 2 ? k_scale[nb].y : k_scale[nb].x) * scale_log2 : -INFINITY;
-      s[nb][e] = value;
-      tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
+      const float m = st.row_max[hb][e % 2];
+      prob[e] = m == -INFINITY ? 0.0f : exp2f(s[hb][e] - m);
+      st.row_sum[hb][e % 2] += prob[e];
     }
-  online_softmax_step(s, tile_max, st.row_max, st.row_sum, st.o);
-
-  float tile_v_max = fmaxf(fmaxf(v_scale[0].x, v_scale[0].y), fmaxf(v_scale[1].x, v_scale[1].y));
-  tile_v_max = fmaxf(tile_v_max, __shfl_xor_sync(0xffffffffu, tile_v_max, 1));
-  tile_v_max = fmaxf(tile_v_max, __shfl_xor_sync(0xffffffffu, tile_v_max, 2));  // over the warp's 16 keys
-  if (tile_v_max > v_reference) {                                               // the same in every lane
-    const float ratio = v_reference / tile_v_max;
-#pragma unroll
-    for (int nb = 0; nb < kHeadDim / 8; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) st.o[nb][e] *= ratio;
-    v_reference = tile_v_max;
+    // Keys `key` and `key` + 8 as rows, heads as columns: transposed into Pᵀ's k16 x n8 B fragment.
+    p_t[hb][0] = transpose_8x8(pack_f16(prob[0] * v_weight[0], prob[1] * v_weight[0]));
+    p_t[hb][1] = transpose_8x8(pack_f16(prob[2] * v_weight[1], prob[3] * v_weight[1]));
   }
-  const float inverse = v_reference > 0 ? 1.0f / v_reference : 0.0f;
-  const float v0 = v_scale[0].x * inverse, v1 = v_scale[0].y * inverse, v2 = v_scale[1].x * inverse,
-              v3 = v_scale[1].y * inverse;
-  a[0] = pack_f16(s[0][0] * v0, s[0][1] * v1);
-  a[1] = pack_f16(s[0][2] * v0, s[0][3] * v1);
-  a[2] = pack_f16(s[1][0] * v2, s[1][1] * v3);
-  a[3] = pack_f16(s[1][2] * v2, s[1][3] * v3);
 }
 
-// Launches the fp8 kernel: `kernel_for(std::integral_constant<int, head_dim>)` gives {kernel, dynamic shared bytes}
-// of a head_dim; grid (num_splits, num_kv_heads, num_decode) of kThreads, the carveout set for as many resident
-// blocks as shared memory allows.
+// Launches the fp8 kernel: `kernel_for(std::integral_constant<int, head_dim>, std::integral_constant<int, head
+// blocks>)` gives {kernel, dynamic shared bytes}; grid (num_splits, num_kv_heads, num_decode) of kThreads, the
+// carveout set for as many resident blocks as shared memory allows.
 template <typename KernelFor>
 void launch_fp8_decode_kernel(const DecodeAttentionParams& p, cudaStream_t stream, KernelFor kernel_for) {
   QINFER_CHECK(p.k_fp8 != nullptr && p.v_fp8 != nullptr && p.k_scales != nullptr && p.v_scales != nullptr &&
                p.block_size % 16 == 0);
   if (p.num_decode == 0) return;
-  with_head_dim(p.head_dim, [&](auto dim) {
-    const auto [kernel, shared_bytes] = kernel_for(dim);
+  const auto launch = [&](auto dim, auto head_blocks) {
+    const auto [kernel, shared_bytes] = kernel_for(dim, head_blocks);
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
     CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     launch_dependent(kernel, dim3(p.num_splits, p.num_kv_heads, p.num_decode), kThreads, shared_bytes, stream, p);
+  };
+  with_head_dim(p.head_dim, [&](auto dim) {
+    if (fp8_head_blocks(p.num_heads / p.num_kv_heads) == 1)
+      launch(dim, std::integral_constant<int, 1>{});
+    else
+      launch(dim, std::integral_constant<int, 2>{});
   });
-}
-
-// The warp's O in units of `v_reference` (fp8_tile_probabilities) back to real units, before finish_block merges the
-// warps.
-template <int kHeadDim>
-__device__ __forceinline__ void apply_v_reference(WarpState<kHeadDim>& st, float v_reference) {
-#pragma unroll
-  for (int nb = 0; nb < kHeadDim / 8; ++nb)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) st.o[nb][e] *= v_reference;
 }
 
 }  // namespace qinfer::cuda::decode_block

@@ -270,9 +270,11 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   }
 }
 
-const auto kDecodeShapes =
-    ::testing::Values(AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1}, AttentionShape{64, 6, 2},
-                      AttentionShape{128, 16, 1}, AttentionShape{64, 16, 1});
+// GQA 4:1 (Qwen3), 8:1 and 1:1 at head_dim 128 run the fp8 bulk-copy kernel (groups up to 8, one head block); 16:1
+// runs the cp.async fp8 kernel's two head blocks.
+const auto kDecodeShapes = ::testing::Values(
+    AttentionShape{128, 32, 8}, AttentionShape{128, 4, 1}, AttentionShape{64, 6, 2}, AttentionShape{128, 16, 1},
+    AttentionShape{64, 16, 1}, AttentionShape{128, 8, 1}, AttentionShape{128, 2, 2});
 const auto kDecodeSplitCases =
     ::testing::Values(DecodeSplitCase{1, 16, false}, DecodeSplitCase{132, 16, true}, DecodeSplitCase{132, 32, false},
                       DecodeSplitCase{0, 32, true}, DecodeSplitCase{0, 16, false});

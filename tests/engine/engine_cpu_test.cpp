@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "engine/engine.h"
+#include "engine_run.h"
 #include "model/test_model.h"
 
 namespace qinfer {
@@ -86,16 +87,9 @@ std::vector<int32_t> solo_reference(Backend& backend, const GenerationRequest& r
 
 std::vector<std::vector<int32_t>> engine_outputs(Backend& backend, EngineOptions options, EngineStats* stats) {
   Engine engine(backend, std::move(options));
-  std::vector<RequestHandle> handles;
-  for (const GenerationRequest& request : requests()) handles.push_back(engine.submit(request));
-  while (engine.step() || engine.has_work()) {
-  }
   std::vector<std::vector<int32_t>> outputs;
-  for (RequestHandle& handle : handles) {
-    std::vector<StreamDelta> deltas;
+  for (const std::vector<StreamDelta>& deltas : run_to_completion(engine, requests())) {
     std::vector<int32_t> tokens;
-    while (handle.stream->wait_drain(deltas, std::chrono::milliseconds(0))) {
-    }
     for (const StreamDelta& delta : deltas) tokens.insert(tokens.end(), delta.token_ids.begin(), delta.token_ids.end());
     outputs.push_back(tokens);
   }

@@ -17,6 +17,7 @@
 
 #include "backend/backend.h"
 #include "engine/engine.h"
+#include "engine_run.h"
 #include "gpu_test_util.h"
 #include "model/test_model.h"
 
@@ -75,15 +76,8 @@ class EngineGpuInvariance : public ::testing::TestWithParam<KvCacheDtype> {
   // Every request submitted at once; the streamed steps of each, and the engine's statistics.
   std::vector<std::vector<Step>> run(Backend& backend, EngineOptions options, EngineStats* stats) const {
     Engine engine(backend, std::move(options));
-    std::vector<RequestHandle> handles;
-    for (const GenerationRequest& request : requests()) handles.push_back(engine.submit(request));
-    while (engine.step() || engine.has_work()) {
-    }
     std::vector<std::vector<Step>> outputs;
-    for (RequestHandle& handle : handles) {
-      std::vector<StreamDelta> deltas;
-      while (handle.stream->wait_drain(deltas, std::chrono::milliseconds(0))) {
-      }
+    for (const std::vector<StreamDelta>& deltas : run_to_completion(engine, requests())) {
       std::vector<Step> steps;
       for (const StreamDelta& delta : deltas)
         for (size_t i = 0; i < delta.token_ids.size(); ++i) {

@@ -144,19 +144,12 @@ __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int 
   }
 }
 
-// Where head dim `dim` sits among the O accumulator's columns (n-block * 8 + column), in the natural order.
-struct NaturalColumns {
-  __device__ int operator()(int dim) const { return dim; }
-};
-
 // The end of a block, once no copy into shared memory is pending: the four warps' states merged through `scratch`
-// (the tile ring, [kWarps][kGroupRows][kHeadDim] fp32 in accumulator column order), the group's output (one split) or
-// split partial stored, and, with arrival counters, the splits merged by the last block of this (sequence, KV head)
-// to finish. `column_of(dim)` maps a head dim to its accumulator column (a kernel may hold O's dims permuted); it is
-// applied where the merge reads, whose lanes read consecutive dims, so the warps' stores stay 8-byte vectors.
-template <int kHeadDim, typename ColumnOf = NaturalColumns>
+// (the tile ring, [kWarps][kGroupRows][kHeadDim] fp32), the group's output (one split) or split partial stored, and,
+// with arrival counters, the splits merged by the last block of this (sequence, KV head) to finish.
+template <int kHeadDim>
 __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w, WarpState<kHeadDim>& st,
-                             float* scratch, int warp, int lane, ColumnOf column_of = {}) {
+                             float* scratch, int warp, int lane) {
   constexpr int kDimBlocks = kHeadDim / 8;
   __syncthreads();  // all warps are done with the tiles: their space becomes the merge scratch
 #pragma unroll
@@ -189,7 +182,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
     for (int v = 0; v < kWarps; ++v) {
       const float a = rescale_factor(warp_max[v][g], m);
       sum += warp_sum[v][g] * a;
-      acc += scratch[(v * kGroupRows + g) * kHeadDim + column_of(d)] * a;
+      acc += scratch[(v * kGroupRows + g) * kHeadDim + d] * a;
     }
     const int head = w.kv_head * w.group + g;
     const float value = sum > 0 ? acc / sum : 0.0f;

@@ -104,12 +104,7 @@ template <int kHeadDim>
 void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
   constexpr int kShared = ring_bytes<kHeadDim>();
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kShared, "merge scratch must fit");
-  CUDA_CHECK(
-      cudaFuncSetAttribute(decode_attention_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
-  CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<kHeadDim>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                  cudaSharedmemCarveoutMaxShared));
-  const dim3 grid(p.num_splits, p.num_kv_heads, p.num_decode);
-  launch_dependent(decode_attention_kernel<kHeadDim>, grid, kThreads, kShared, stream, p);
+  launch_decode_blocks(decode_attention_kernel<kHeadDim>, p, kShared, stream, p);
 }
 
 // Estimated cost of a plan in 32nds of a tile per resident slot: full or partial waves of blocks times (tiles per

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 
+#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda::decode_block {
@@ -209,6 +211,17 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
   if (!merges) return;
   __threadfence();
   merge_group_splits<kHeadDim>(p, w.seq, w.kv_head * w.group, w.group);
+}
+
+// Launches one of the decode attention kernels, `kernel(params)`, over grid (num_splits, num_kv_heads, num_decode) of
+// `p` with `shared_bytes` of dynamic shared memory and the carveout set for as many resident blocks as it allows.
+template <typename Params>
+void launch_decode_blocks(void (*kernel)(Params), const DecodeAttentionParams& p, int shared_bytes, cudaStream_t stream,
+                          const Params& params) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  launch_dependent(kernel, dim3(p.num_splits, p.num_kv_heads, p.num_decode), kThreads, shared_bytes, stream, params);
 }
 
 }  // namespace qinfer::cuda::decode_block

@@ -5,11 +5,10 @@
 // warps) share a Hopper SM. The pages of a tile's rows are looked up one iteration before its copies start, by a
 // cursor stepped from tile to tile (no division per row). docs/CUDA_NOTES.md, "fp8 decode attention, keys as rows",
 // has the profile and the measurements.
-#include <utility>
-
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
 namespace qinfer::cuda {
@@ -176,10 +175,15 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 }  // namespace
 
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream) {
-  launch_fp8_decode_kernel(params, stream, [](auto dim, auto head_blocks) {
+  QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
+               params.v_scales != nullptr && params.block_size % 16 == 0);
+  if (params.num_decode == 0) return;
+  const bool one_head_block = fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1;
+  with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    return std::pair(decode_attention_fp8_kernel<kHeadDim, decltype(head_blocks)::value>,
-                     Fp8Layout<kHeadDim>::kSharedBytes);
+    launch_decode_blocks(
+        one_head_block ? decode_attention_fp8_kernel<kHeadDim, 1> : decode_attention_fp8_kernel<kHeadDim, 2>, params,
+        Fp8Layout<kHeadDim>::kSharedBytes, stream, params);
   });
 }
 

@@ -177,13 +177,7 @@ void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, 
   bulk.k_map = make_u8_tensor_map_swizzle128(params.k_fp8, rows, kBoxTokens);
   bulk.v_map = make_u8_tensor_map_swizzle128(params.v_fp8, rows, kBoxTokens);
   bulk.attention = params;
-  constexpr int kShared = BulkLayout::kSharedBytes;
-  const auto kernel = decode_attention_fp8_bulk_copy_kernel;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
-  CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  launch_dependent(kernel, dim3(params.num_splits, params.num_kv_heads, params.num_decode), kThreads, kShared, stream,
-                   bulk);
+  launch_decode_blocks(decode_attention_fp8_bulk_copy_kernel, params, BulkLayout::kSharedBytes, stream, bulk);
 }
 
 }  // namespace qinfer::cuda

@@ -1,6 +1,6 @@
 // Parts of the fp8-cache decode attention (decode_attention_fp8.cu) besides its fragments: the ring depth, a warp's
-// state, the scores-to-probabilities step with the scales folded in where they cost least (a key's K scale multiplies
-// its score, its V scale its probability) and the launch.
+// state and the scores-to-probabilities step with the scales folded in where they cost least (a key's K scale
+// multiplies its score, its V scale its probability).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -8,10 +8,7 @@
 
 #include <cstdint>
 
-#include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/head_dim_dispatch.h"
-#include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda::decode_block {
@@ -154,29 +151,6 @@ __device__ __forceinline__ void fp8_tile_probabilities(Fp8WarpState<kHeadDim, kH
     p_t[hb][0] = transpose_8x8(pack_f16(prob[0] * v_weight[0], prob[1] * v_weight[0]));
     p_t[hb][1] = transpose_8x8(pack_f16(prob[2] * v_weight[1], prob[3] * v_weight[1]));
   }
-}
-
-// Launches the fp8 kernel: `kernel_for(std::integral_constant<int, head_dim>, std::integral_constant<int, head
-// blocks>)` gives {kernel, dynamic shared bytes}; grid (num_splits, num_kv_heads, num_decode) of kThreads, the
-// carveout set for as many resident blocks as shared memory allows.
-template <typename KernelFor>
-void launch_fp8_decode_kernel(const DecodeAttentionParams& p, cudaStream_t stream, KernelFor kernel_for) {
-  QINFER_CHECK(p.k_fp8 != nullptr && p.v_fp8 != nullptr && p.k_scales != nullptr && p.v_scales != nullptr &&
-               p.block_size % 16 == 0);
-  if (p.num_decode == 0) return;
-  const auto launch = [&](auto dim, auto head_blocks) {
-    const auto [kernel, shared_bytes] = kernel_for(dim, head_blocks);
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    launch_dependent(kernel, dim3(p.num_splits, p.num_kv_heads, p.num_decode), kThreads, shared_bytes, stream, p);
-  };
-  with_head_dim(p.head_dim, [&](auto dim) {
-    if (fp8_head_blocks(p.num_heads / p.num_kv_heads) == 1)
-      launch(dim, std::integral_constant<int, 1>{});
-    else
-      launch(dim, std::integral_constant<int, 2>{});
-  });
 }
 
 }  // namespace qinfer::cuda::decode_block

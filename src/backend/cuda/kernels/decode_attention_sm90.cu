@@ -162,12 +162,7 @@ template <int kHeadDim>
 void launch_for_head_dim(const BulkCopyParams& params, cudaStream_t stream) {
   constexpr int kShared = shared_bytes<kHeadDim>();
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
-  const auto kernel = decode_attention_bulk_copy_kernel<kHeadDim>;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared));
-  CUDA_CHECK(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  const DecodeAttentionParams& p = params.attention;
-  launch_dependent(kernel, dim3(p.num_splits, p.num_kv_heads, p.num_decode), kThreads, kShared, stream, params);
+  launch_decode_blocks(decode_attention_bulk_copy_kernel<kHeadDim>, params.attention, kShared, stream, params);
 }
 
 }  // namespace

@@ -52,6 +52,20 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
   return w;
 }
 
+// Keys per bulk-copy box of the Hopper kernels (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu): block sizes
+// are multiples of 16, so a box never crosses a page.
+constexpr int kBoxTokens = 16;
+
+// The Hopper kernels' box row of 16-key group `group` of tile `tile`, in the pools viewed as
+// [pool_blocks * num_kv_heads * block_size] rows; 0 for a group past the tile's four or at or past `end` (not copied).
+// Rows fit int32 (decode_attention_bulk_copy_available).
+__device__ __forceinline__ int box_row(const DecodeAttentionParams& p, const BlockWork& w, int tile, int group) {
+  const int token = w.begin + tile * kTileTokens + group * kBoxTokens;
+  if (tile >= w.num_tiles || group >= kTileTokens / kBoxTokens || token >= w.end) return 0;
+  const int64_t page = w.table[token / p.block_size];
+  return static_cast<int>((page * p.num_kv_heads + w.kv_head) * p.block_size + token % p.block_size);
+}
+
 // One warp's online-softmax state over its keys: rows lane / 4 and lane / 4 + 8 of the m16 group tile.
 template <int kHeadDim>
 struct WarpState {

@@ -28,8 +28,7 @@ namespace {
 
 using namespace decode_block;
 
-constexpr int kHeadDim = 128;   // one 128-byte row per key: the span of the 128-byte swizzle
-constexpr int kBoxTokens = 16;  // keys per box: the block size is a multiple of 16, so a box never crosses a page
+constexpr int kHeadDim = 128;  // one 128-byte row per key: the span of the 128-byte swizzle
 // Tiles in the ring: the one computed and one in flight. Measured 1-4 % faster than 3 (docs/CUDA_NOTES.md, runs B2-B3;
 // not profiled: likely the larger L1 that the smaller ring leaves, with one tile in flight enough to cover a copy).
 constexpr int kBulkStages = 2;
@@ -108,14 +107,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
   // Warp 0 copies tiles: lane g < 4 copies the 16-key group g of a tile (K and V bytes, K and V scales) from the box
   // row of its page; groups wholly at or past `end` are not copied. The page of the tile after the one issued is
-  // looked up one step ahead, so the block-table read is off the critical path. Rows fit int32
-  // (decode_attention_bulk_copy_available).
-  const auto box_row = [&](int tile) -> int {
-    const int token = tile_first(tile) + lane * kBoxTokens;
-    if (tile >= w.num_tiles || lane >= kTileTokens / kBoxTokens || token >= w.end) return 0;
-    const int64_t page = w.table[token / p.block_size];
-    return static_cast<int>((page * p.num_kv_heads + w.kv_head) * p.block_size + token % p.block_size);
-  };
+  // looked up one step ahead (box_row), so the block-table read is off the critical path.
   const auto issue = [&](int tile, int row) {
     uint64_t* barrier = &full[tile % kBulkStages];
     const int groups = (min(kTileTokens, w.end - tile_first(tile)) + kBoxTokens - 1) / kBoxTokens;
@@ -131,8 +123,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   };
   int next_row = 0;  // warp 0: the box row of tile kBulkStages - 1, then of each next tile to issue
   if (warp == 0) {
-    for (int tile = 0; tile < kBulkStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(tile));
-    next_row = box_row(kBulkStages - 1);
+    for (int tile = 0; tile < kBulkStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(p, w, tile, lane));
+    next_row = box_row(p, w, kBulkStages - 1, lane);
   }
   Fp8WarpState<kHeadDim, 1> st;
   load_query_fragments_t<kHeadDim, 1>(
@@ -143,7 +135,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     const int next = tile + kBulkStages - 1;
     if (warp == 0 && next < w.num_tiles) {
       issue(next, next_row);
-      next_row = box_row(next + 1);
+      next_row = box_row(p, w, next + 1, lane);
     }
     sm90::mbarrier_wait(&full[tile % kBulkStages], (tile / kBulkStages) & 1);
     uint8_t* k_tile = k_stage(tile);

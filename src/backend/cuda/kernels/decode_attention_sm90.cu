@@ -25,7 +25,6 @@ namespace {
 
 using namespace decode_block;
 
-constexpr int kBoxTokens = 16;     // keys per box: the block size is a multiple of 16, so a box never crosses a page
 constexpr int kBoxDims = 64;       // 128 bytes of bf16: the span of the 128-byte swizzle
 constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, where the swizzle pattern repeats
 
@@ -99,12 +98,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   // groups wholly at or past `end` are not copied (their keys are masked, their V rows zeroed in the last tile). The
   // page of the tile after the one issued is looked up one step ahead, so the block-table read is off the critical
   // path.
-  const auto box_row = [&](int tile) -> int {
-    const int token = w.begin + tile * kTileTokens + lane * kBoxTokens;
-    if (tile >= w.num_tiles || lane >= kTileTokens / kBoxTokens || token >= w.end) return 0;
-    const int64_t page = w.table[token / p.block_size];
-    return static_cast<int>((page * p.num_kv_heads + w.kv_head) * p.block_size + token % p.block_size);
-  };
   const auto issue = [&](int tile, int row) {
     const int stage = tile % kStages;
     const int first = w.begin + tile * kTileTokens;
@@ -122,8 +115,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   };
   int next_row = 0;  // warp 0: the box row of tile kStages - 1, then of each next tile to issue
   if (warp == 0) {
-    for (int tile = 0; tile < kStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(tile));
-    next_row = box_row(kStages - 1);
+    for (int tile = 0; tile < kStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(p, w, tile, lane));
+    next_row = box_row(p, w, kStages - 1, lane);
   }
 
   WarpState<kHeadDim> st;
@@ -135,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int next = tile + kStages - 1;
     if (warp == 0 && next < w.num_tiles) {
       issue(next, next_row);
-      next_row = box_row(next + 1);
+      next_row = box_row(p, w, next + 1, lane);
     }
     unsigned char* k_tile = ring + (tile % kStages) * 2 * kTileBytes;
     sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1);

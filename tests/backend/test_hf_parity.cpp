@@ -28,6 +28,9 @@ struct ParityCase {
   double logprob_tolerance;
 };
 
+// gtest prints the parameter in test listings; without this it prints the struct's bytes.
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.reference; }
+
 class HfParity : public ::testing::TestWithParam<ParityCase> {};
 
 std::vector<double> log_softmax(std::span<const float> logits) {

@@ -177,7 +177,9 @@ def check_case(models, reference, qinfer, model_dir, prompt, device, kv_cache_dt
     result = qinfer_greedy(qinfer, model_dir, prompt, device, kv_cache_dtype)
     generated = result["token_ids"]
     logits, logprobs = hf_logprobs(models["fp32"], prompt, generated)
-    floor_logprobs = hf_logprobs(models["bf16"], prompt, generated)[1] if device == "cuda" else None
+    floor_logprobs = None
+    if device == "cuda" and kv_cache_dtype == "bf16":
+        floor_logprobs = hf_logprobs(models["bf16"], prompt, generated)[1]
     plain_logprobs = None
     if kv_cache_dtype == "fp8":
         rows = slice(len(prompt) - 1, len(prompt) - 1 + len(generated))
@@ -242,8 +244,10 @@ def main():
     if not os.path.exists(os.path.join(model_dir, "config.json")):
         subprocess.run([args.qinfer, "make-test-model", "--out", model_dir, "--preset", "4b-shape", "--seed",
                         str(args.seed)], check=True)
+    # transformers in bf16 is the floor of the bf16 cache only; Qwen3Reference's bf16 run is the fp8 cache's.
+    dtypes = (("fp32", torch.float32),) + ((("bf16", torch.bfloat16),) if args.kv_cache_dtype == "bf16" else ())
     models = {name: AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
-              .to("cuda").eval() for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
+              .to("cuda").eval() for name, dtype in dtypes}
     reference = Qwen3Reference(model_dir) if args.kv_cache_dtype == "fp8" else None
     runs = [("cuda", length) for length in PROMPT_LENGTHS] + [("cpu", length) for length in CPU_PROMPT_LENGTHS]
     cases, all_ok = [], True

@@ -218,6 +218,7 @@ class Bench {
     };
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
     record("decode attention cp.async", shape_of(p), time_kernel(p, DecodeAttentionKernel::kCpAsync), bytes, true);
+    record("decode attention registers", shape_of(p), time_kernel(p, DecodeAttentionKernel::kRegisters), bytes, true);
     if (decode_attention_bulk_copy_available(p))
       record("decode attention bulk copy", shape_of(p), time_kernel(p, DecodeAttentionKernel::kBulkCopy), bytes, true);
 

@@ -169,9 +169,10 @@ void poison_block_tails(PagedCache& cache, const std::vector<int>& context_lens)
 }
 
 std::string kernel_name(DecodeAttentionKernel kernel) {
-  return kernel == DecodeAttentionKernel::kBulkCopy ? "bulk copy"
-         : kernel == DecodeAttentionKernel::kAuto   ? "auto"
-                                                    : "cp.async";
+  return kernel == DecodeAttentionKernel::kBulkCopy    ? "bulk copy"
+         : kernel == DecodeAttentionKernel::kAuto      ? "auto"
+         : kernel == DecodeAttentionKernel::kRegisters ? "registers"
+                                                       : "cp.async";
 }
 
 // The KV cache a decode attention case reads: bf16, or fp8 (the same random values through the host quantiser,
@@ -281,7 +282,8 @@ const auto kDecodeSplitCases =
 INSTANTIATE_TEST_SUITE_P(Bf16, DecodeAttentionTest,
                          ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
                                             ::testing::Values(DecodeAttentionKernel::kCpAsync,
-                                                              DecodeAttentionKernel::kBulkCopy),
+                                                              DecodeAttentionKernel::kBulkCopy,
+                                                              DecodeAttentionKernel::kRegisters),
                                             ::testing::Values(CacheDtype::kBf16)));
 // Over an fp8 cache: the cp.async fp8 kernel and the bulk-copy one (head_dim 64: the cp.async kernel again, see
 // decode_attention.h).

@@ -28,13 +28,15 @@ constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy) {
   return std::min(fp8 ? Fp8Layout<kHeadDim>::kBlocksPerSm : 16, by_shared);
 }
 
-// The kernel a kAuto launch runs: bulk copy where it can run for batches above kDecodeAttentionSmallBatch.
+// The kernel a kAuto launch runs: bulk copy where it can run for batches above kDecodeAttentionSmallBatch, else the
+// register kernel (bf16) or cp.async (fp8).
 DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
   if (kernel != DecodeAttentionKernel::kAuto) return kernel;
   // pool_blocks first: a plan made without a pool (unknown) must not query the device.
-  return p.pool_blocks > 0 && p.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(p)
-             ? DecodeAttentionKernel::kBulkCopy
-             : DecodeAttentionKernel::kCpAsync;
+  if (p.pool_blocks > 0 && p.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(p))
+    return DecodeAttentionKernel::kBulkCopy;
+  return p.k_fp8 == nullptr && p.num_decode <= kDecodeAttentionSmallBatch ? DecodeAttentionKernel::kRegisters
+                                                                         : DecodeAttentionKernel::kCpAsync;
 }
 
 // Whether an fp8 launch asked for `kernel` runs the Hopper fp8 kernel: it serves head_dim 128 and groups of at most 8.
@@ -88,7 +90,8 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAtt
         scale_log2, warp, lane);
   }
   cp_async_wait_all();
-  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(tiles), warp, lane);
+  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(tiles), kGroupRows, warp, lane,
+                         fragment_row_store<kHeadDim>(st, lane));
 }
 
 // grid (num_kv_heads, num_decode): merges the splits of one GQA group when no arrival counters are given.
@@ -161,6 +164,8 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
       launch_decode_attention_fp8(params, stream);
     else if (kernel == DecodeAttentionKernel::kBulkCopy)
       launch_decode_attention_bulk_copy(params, stream);
+    else if (kernel == DecodeAttentionKernel::kRegisters)
+      launch_decode_attention_registers(params, stream);
     else
       launch_for_head_dim<kHeadDim>(params, stream);
     if (params.num_splits > 1 && params.split_counters == nullptr)

@@ -46,12 +46,13 @@ struct DecodeAttentionParams {
   float scale = 0;  // head_dim^-0.5
 };
 
-// Which kernel runs a launch: the cp.async kernel (sm_80+) or the Hopper bulk-copy kernel, for either cache dtype.
-// kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches above
-// kDecodeAttentionSmallBatch sequences, else the cp.async kernel (small batches have their own tuning). Over an fp8
-// cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy kernel's
-// tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
-enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy };
+// Which kernel runs a launch: the cp.async kernel (sm_80+), the Hopper bulk-copy kernel, or (bf16 cache only) the
+// register kernel. kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches
+// above kDecodeAttentionSmallBatch sequences; smaller batches the register kernel over a bf16 cache, the cp.async
+// kernel over an fp8 one. Over an fp8 cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA
+// groups above 8 (the bulk-copy kernel's tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8
+// kernel; over any fp8 cache, kRegisters runs it too.
+enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kRegisters };
 constexpr int kDecodeAttentionSmallBatch = 4;
 
 // Picks tokens_per_split / num_splits for a batch: the split count with the least estimated time, counted in waves
@@ -77,6 +78,11 @@ void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream
 // brought in by the bulk copy engine. Needs head_dim 128, GQA groups of at most 8 and
 // decode_attention_bulk_copy_available(params).
 void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
+
+// The register kernel alone (decode_attention_registers.cu; bf16 cache, sm_80+): K/V go from the paged cache straight
+// into mma fragments, without a shared-memory tile ring, and the first tile is loaded before waiting for the previous
+// kernel. Needs split_counters when num_splits > 1 or the merge kernel after it.
+void launch_decode_attention_registers(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).

@@ -160,13 +160,24 @@ __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int 
   }
 }
 
-// The end of a block, once no copy into shared memory is pending: the four warps' states merged through `scratch`
-// (the tile ring, [kWarps][kGroupRows][kHeadDim] fp32), the group's output (one split) or split partial stored, and,
-// with arrival counters, the splits merged by the last block of this (sequence, KV head) to finish.
+// store_row of finish_block for the kernels whose accumulators hold dims 8 * nb + 2 * (lane % 4) + {0, 1}.
 template <int kHeadDim>
+__device__ __forceinline__ auto fragment_row_store(const WarpState<kHeadDim>& st, int lane) {
+  return [&st, lane](float* row, int r) {
+#pragma unroll
+    for (int nb = 0; nb < kHeadDim / 8; ++nb)
+      *reinterpret_cast<float2*>(row + nb * 8 + (lane % 4) * 2) = make_float2(st.o[nb][2 * r], st.o[nb][2 * r + 1]);
+  };
+}
+
+// The end of a block, once no copy into shared memory is pending: the four warps' states merged through `scratch`
+// ([kWarps][scratch_rows][kHeadDim] fp32, scratch_rows >= group), the group's output (one split) or split partial
+// stored, and, with arrival counters, the splits merged by the last block of this (sequence, KV head) to finish.
+// `store_row(row, r)` writes this thread's accumulators of its row r (0: lane / 4, 1: lane / 4 + 8) into `row`, the
+// scratch row [kHeadDim]: the kernels place output dims in the accumulators differently.
+template <int kHeadDim, typename StoreRow>
 __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w, WarpState<kHeadDim>& st,
-                             float* scratch, int warp, int lane) {
-  constexpr int kDimBlocks = kHeadDim / 8;
+                             float* scratch, int scratch_rows, int warp, int lane, StoreRow store_row) {
   __syncthreads();  // all warps are done with the tiles: their space becomes the merge scratch
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -182,10 +193,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
       warp_max[warp][row] = st.row_max[r];
       warp_sum[warp][row] = st.row_sum[r];
     }
-#pragma unroll
-    for (int nb = 0; nb < kDimBlocks; ++nb)
-      *reinterpret_cast<float2*>(scratch + (warp * kGroupRows + row) * kHeadDim + nb * 8 + (lane % 4) * 2) =
-          make_float2(st.o[nb][2 * r], st.o[nb][2 * r + 1]);
+    store_row(scratch + (warp * scratch_rows + row) * kHeadDim, r);
   }
   __syncthreads();
   for (int index = threadIdx.x; index < w.group * kHeadDim; index += kThreads) {
@@ -198,7 +206,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
     for (int v = 0; v < kWarps; ++v) {
       const float a = rescale_factor(warp_max[v][g], m);
       sum += warp_sum[v][g] * a;
-      acc += scratch[(v * kGroupRows + g) * kHeadDim + d] * a;
+      acc += scratch[(v * scratch_rows + g) * kHeadDim + d] * a;
     }
     const int head = w.kv_head * w.group + g;
     const float value = sum > 0 ? acc / sum : 0.0f;

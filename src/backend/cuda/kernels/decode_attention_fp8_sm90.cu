@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   __shared__ float head_stats[kWarps][2][kGroupRows];
   float* scratch = reinterpret_cast<float*>(ring);
   WarpState<kHeadDim> heads = fp8_states_to_head_rows(st, scratch, head_stats, warp, lane);
-  finish_block<kHeadDim>(p, w, heads, scratch, warp, lane);
+  finish_block<kHeadDim>(p, w, heads, scratch, kGroupRows, warp, lane, fragment_row_store<kHeadDim>(heads, lane));
 #else
   (void)params;
 #endif

@@ -139,7 +139,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         [](int row, int chunk) { return slab_chunk_offset<kHeadDim>(row, chunk); }, tile_first, w.end, scale_log2, warp,
         lane);
   }
-  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), warp, lane);
+  finish_block<kHeadDim>(p, w, st, reinterpret_cast<float*>(ring), kGroupRows, warp, lane,
+                         fragment_row_store<kHeadDim>(st, lane));
 #else
   (void)params;
 #endif

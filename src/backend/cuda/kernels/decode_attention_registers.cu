@@ -1,0 +1,219 @@
+// Decode attention for small batches with K/V in registers: the blocks of decode_attention.cu (split-KV, GQA group as
+// the rows of an m16 tensor-core tile, 64-key tiles of which each warp owns 16 keys, in-kernel split merge), but each
+// thread loads its share of K and V from the paged cache straight into the registers its mma fragments need, without
+// a shared-memory tile ring. Two reasons, both about the batch-1 decode chain (docs/CUDA_NOTES.md "The batch-1 chain,
+// measured"):
+// - the cp.async and bulk-copy kernels need ~100 KB of shared memory per block and ask for the max-shared carveout, so
+//   the SMs are reconfigured around every attention launch (about 8 µs per layer at batch 1); this kernel needs only
+//   the few KB of the warps' merge and leaves the carveout to the driver;
+// - K/V of keys before the current token do not depend on the previous kernel (the QK-norm/RoPE/cache-write kernel
+//   writes only the current token's slot), so the first tile is loaded before waiting for it.
+//
+// Fragment layouts (m16n8k16, lane = 4 * g + c): a thread's B operand of S = Q·Kᵀ is 2 dims of key g per register,
+// and of O += P·V 2 keys of one dim. The head dims are permuted (consistently for Q and K, and undone when O is
+// stored) so that every thread loads whole 16-byte vectors:
+// - S: k-step 2i + h covers dims 32i + 8c + 4h + {0, 1} (its k columns 2c, 2c + 1) and + {2, 3} (columns 2c + 8,
+//   2c + 9), so thread (g, c) loads dims [32i + 8c, 32i + 8c + 8) of its keys g and 8 + g;
+// - P·V: n8 block 8i + j, column n is dim 64i + 8n + j, so thread (g, c) loads dims [64i + 8g, 64i + 8g + 8) of its
+//   keys 2c, 2c + 1, 2c + 8, 2c + 9 and pairs the keys' halves with byte permutes; its accumulator columns 2c, 2c + 1
+//   are then dims 64i + 16c + j and 64i + 16c + 8 + j.
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
+#include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/tensor_core_tiles.cuh"
+
+namespace qinfer::cuda {
+
+namespace {
+
+using namespace decode_block;
+
+constexpr int kWarpKeys = kTileTokens / kWarps;  // 16: one k16 step of P·V
+static_assert(kWarpKeys == 16, "a warp's keys are one m16n8k16 k-step");
+
+// This thread's share of its warp's 16 keys.
+template <int kHeadDim>
+struct KeyRegisters {
+  uint4 k[2][kHeadDim / 32];  // keys g and 8 + g: dims [32i + 8c, +8)
+  uint4 v[4][kHeadDim / 64];  // keys 2c, 2c + 1, 2c + 8, 2c + 9: dims [64i + 8g, +8)
+};
+
+// Row `key` of one KV head in a paged pool [num_blocks, num_kv_heads, block_size, kHeadDim], as 16-byte vectors.
+template <int kHeadDim>
+__device__ __forceinline__ const uint4* cache_row(const __nv_bfloat16* pool, const DecodeAttentionParams& p,
+                                                  const BlockWork& w, int key) {
+  const int64_t page = w.table[key / p.block_size];
+  return reinterpret_cast<const uint4*>(pool +
+                                        ((page * p.num_kv_heads + w.kv_head) * p.block_size + key % p.block_size) *
+                                            static_cast<int64_t>(kHeadDim));
+}
+
+__device__ __forceinline__ int v_key(int slot, int c) { return 2 * c + (slot & 1) + (slot >> 1) * 8; }
+
+// Loads the rows of keys first + [0, 16) that this thread owns and that are below `limit`; others become zero (V rows
+// must be finite: probability 0 times NaN is NaN). Loads go through L2 only (no L1 line can be stale, and every
+// load instruction of a warp reads whole 32-byte sectors).
+template <int kHeadDim>
+__device__ __forceinline__ void load_keys(KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
+                                          const BlockWork& w, int first, int limit, int lane) {
+  const int g = lane / 4, c = lane % 4;
+  const auto load = [](const uint4* address) { return __ldcg(address); };
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    const int key = first + 8 * n + g;
+    const uint4* row = key < limit ? cache_row<kHeadDim>(p.k_cache, p, w, key) : nullptr;
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 32; ++i) regs.k[n][i] = row ? load(row + 4 * i + c) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int slot = 0; slot < 4; ++slot) {
+    const int key = first + v_key(slot, c);
+    const uint4* row = key < limit ? cache_row<kHeadDim>(p.v_cache, p, w, key) : nullptr;
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 64; ++i) regs.v[slot][i] = row ? load(row + 8 * i + g) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// Reloads key `key` (first <= key < first + 16) where this thread owns it: the current token's row, written by the
+// previous kernel after the first load was issued.
+template <int kHeadDim>
+__device__ __forceinline__ void reload_key(KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
+                                           const BlockWork& w, int first, int key, int lane) {
+  const int g = lane / 4, c = lane % 4;
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+    if (first + 8 * n + g == key) {
+      const uint4* row = cache_row<kHeadDim>(p.k_cache, p, w, key);
+#pragma unroll
+      for (int i = 0; i < kHeadDim / 32; ++i) regs.k[n][i] = __ldcg(row + 4 * i + c);
+    }
+#pragma unroll
+  for (int slot = 0; slot < 4; ++slot)
+    if (first + v_key(slot, c) == key) {
+      const uint4* row = cache_row<kHeadDim>(p.v_cache, p, w, key);
+#pragma unroll
+      for (int i = 0; i < kHeadDim / 64; ++i) regs.v[slot][i] = __ldcg(row + 8 * i + g);
+    }
+}
+
+// The GQA group's query tile as A fragments in the permuted dim order of S (file comment); padding rows are zero.
+template <int kHeadDim>
+__device__ __forceinline__ void load_permuted_query(uint32_t (&q_frag)[kHeadDim / 16][4],
+                                                    const __nv_bfloat16* group_q, int group, int lane) {
+  const int g = lane / 4, c = lane % 4;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = g + 8 * r;
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 32; ++i) {
+      const uint4 u = row < group ? __ldg(reinterpret_cast<const uint4*>(group_q + row * kHeadDim + 32 * i + 8 * c))
+                                  : make_uint4(0, 0, 0, 0);
+      q_frag[2 * i][r] = u.x;
+      q_frag[2 * i][2 + r] = u.y;
+      q_frag[2 * i + 1][r] = u.z;
+      q_frag[2 * i + 1][2 + r] = u.w;
+    }
+  }
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& u, int index) {
+  return index == 0 ? u.x : index == 1 ? u.y : index == 2 ? u.z : u.w;
+}
+
+// This warp's 16 keys first + [0, 16): scores on tensor cores, masked at `end`, one online-softmax step, O += P·V.
+template <int kHeadDim>
+__device__ __forceinline__ void attend_keys(WarpState<kHeadDim>& st, const KeyRegisters<kHeadDim>& regs, int first,
+                                            int end, float scale_log2, int lane) {
+  float s[2][4] = {};
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 32; ++i)
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      mma_bf16(s[n], st.q_frag[2 * i], regs.k[n][i].x, regs.k[n][i].y);
+      mma_bf16(s[n], st.q_frag[2 * i + 1], regs.k[n][i].z, regs.k[n][i].w);
+    }
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = first + n * 8 + (lane % 4) * 2 + (e % 2);
+      const float value = key < end ? s[n][e] * scale_log2 : -INFINITY;
+      s[n][e] = value;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
+    }
+  online_softmax_step(s, tile_max, st.row_max, st.row_sum, st.o);
+  const uint32_t a[4] = {pack_bf16(s[0][0], s[0][1]), pack_bf16(s[0][2], s[0][3]), pack_bf16(s[1][0], s[1][1]),
+                         pack_bf16(s[1][2], s[1][3])};
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 64; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      // Dim 8g + j of the thread's four keys: bf16 half j % 2 of 32-bit word j / 2; keys 2c, 2c + 1 make b0.
+      const uint32_t selector = j % 2 == 0 ? 0x5410u : 0x7632u;
+      const uint32_t b0 = __byte_perm(word(regs.v[0][i], j / 2), word(regs.v[1][i], j / 2), selector);
+      const uint32_t b1 = __byte_perm(word(regs.v[2][i], j / 2), word(regs.v[3][i], j / 2), selector);
+      mma_bf16(st.o[8 * i + j], a, b0, b1);
+    }
+}
+
+// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Dynamic shared memory: the warps' merge
+// scratch, [kWarps][group][kHeadDim] fp32.
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(DecodeAttentionParams p) {
+  allow_dependents();
+  const BlockWork w = block_work(p);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Before waiting for the previous kernel: this warp's keys of the first tile up to the current token (the last key
+  // of the sequence, context_lens - 1), which that kernel writes.
+  const int current = p.context_lens[w.seq] - 1;
+  KeyRegisters<kHeadDim> regs;
+  int first = w.begin + warp * kWarpKeys;
+  if (w.num_tiles > 0) load_keys<kHeadDim>(regs, p, w, first, min(w.end, current), lane);
+  wait_for_producer();
+  if (w.num_tiles > 0 && current < w.end && current >= first && current < first + kWarpKeys)
+    reload_key<kHeadDim>(regs, p, w, first, current, lane);
+
+  WarpState<kHeadDim> st;
+  load_permuted_query<kHeadDim>(
+      st.q_frag, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+  const float scale_log2 = p.scale * kLog2e;
+  for (int tile = 0; tile < w.num_tiles; ++tile) {
+    if (tile > 0) {
+      first = w.begin + tile * kTileTokens + warp * kWarpKeys;
+      load_keys<kHeadDim>(regs, p, w, first, w.end, lane);
+    }
+    if (first < w.end) attend_keys<kHeadDim>(st, regs, first, w.end, scale_log2, lane);
+  }
+
+  extern __shared__ float scratch[];
+  const int c = lane % 4;
+  finish_block<kHeadDim>(p, w, st, scratch, w.group, warp, lane, [&st, c](float* row, int r) {
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 64; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        row[64 * i + 16 * c + j] = st.o[8 * i + j][2 * r];
+        row[64 * i + 16 * c + 8 + j] = st.o[8 * i + j][2 * r + 1];
+      }
+  });
+}
+
+}  // namespace
+
+void launch_decode_attention_registers(const DecodeAttentionParams& p, cudaStream_t stream) {
+  QINFER_CHECK(p.k_fp8 == nullptr, "the register decode attention kernel reads a bf16 cache");
+  if (p.num_decode == 0) return;
+  const int shared_bytes = kWarps * (p.num_heads / p.num_kv_heads) * p.head_dim * 4;  // 32 KB at most (group 16)
+  with_head_dim(p.head_dim, [&](auto dim) {
+    constexpr int kHeadDim = decltype(dim)::value;
+    launch_dependent(decode_attention_registers_kernel<kHeadDim>, dim3(p.num_splits, p.num_kv_heads, p.num_decode),
+                     kThreads, shared_bytes, stream, p);
+  });
+}
+
+}  // namespace qinfer::cuda

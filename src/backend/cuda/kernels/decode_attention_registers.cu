@@ -102,8 +102,8 @@ __device__ __forceinline__ void reload_key(KeyRegisters<kHeadDim>& regs, const D
 
 // The GQA group's query tile as A fragments in the permuted dim order of S (file comment); padding rows are zero.
 template <int kHeadDim>
-__device__ __forceinline__ void load_permuted_query(uint32_t (&q_frag)[kHeadDim / 16][4],
-                                                    const __nv_bfloat16* group_q, int group, int lane) {
+__device__ __forceinline__ void load_permuted_query(uint32_t (&q_frag)[kHeadDim / 16][4], const __nv_bfloat16* group_q,
+                                                    int group, int lane) {
   const int g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {

@@ -93,6 +93,29 @@ __device__ __forceinline__ void load_query_fragments(uint32_t (&q_frag)[kHeadDim
   }
 }
 
+// One warp's scores of 16 keys, first + [0, 16), in the m16n8 accumulator layout: masked at `end` (keys at or past it
+// get probability 0), scaled to log2 units, one online-softmax step (rescaling st.o), and the probabilities as the
+// bf16 A fragment `a` of the P·V mma.
+template <int kHeadDim>
+__device__ __forceinline__ void scores_to_probabilities(WarpState<kHeadDim>& st, float (&s)[2][4], int first, int end,
+                                                        float scale_log2, int lane, uint32_t (&a)[4]) {
+  float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nb = 0; nb < 2; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = first + nb * 8 + (lane % 4) * 2 + (e % 2);
+      const float value = key < end ? s[nb][e] * scale_log2 : -INFINITY;
+      s[nb][e] = value;
+      tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
+    }
+  online_softmax_step(s, tile_max, st.row_max, st.row_sum, st.o);
+  a[0] = pack_bf16(s[0][0], s[0][1]);
+  a[1] = pack_bf16(s[0][2], s[0][3]);
+  a[2] = pack_bf16(s[1][0], s[1][1]);
+  a[3] = pack_bf16(s[1][2], s[1][3]);
+}
+
 // This warp's 16 keys of one tile: scores on tensor cores, masked at `end`, one online-softmax step, O += P·V.
 // `chunk_offset(row, chunk)` is the element offset of the 16-byte chunk `chunk` of key `row` in a K or V tile (the
 // two kernels lay their tiles out differently). Keys at or past `end` get probability zero, and their V rows must
@@ -109,19 +132,8 @@ __device__ __forceinline__ void attend_tile(WarpState<kHeadDim>& st, const __nv_
     mma_bf16(s[0], st.q_frag[kk], b[0], b[1]);
     mma_bf16(s[1], st.q_frag[kk], b[2], b[3]);
   }
-  float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int nb = 0; nb < 2; ++nb)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int key = tile_first + warp * 16 + nb * 8 + (lane % 4) * 2 + (e % 2);
-      const float value = key < end ? s[nb][e] * scale_log2 : -INFINITY;
-      s[nb][e] = value;
-      tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
-    }
-  online_softmax_step(s, tile_max, st.row_max, st.row_sum, st.o);
-  const uint32_t a[4] = {pack_bf16(s[0][0], s[0][1]), pack_bf16(s[0][2], s[0][3]), pack_bf16(s[1][0], s[1][1]),
-                         pack_bf16(s[1][2], s[1][3])};
+  uint32_t a[4];
+  scores_to_probabilities(st, s, tile_first + warp * 16, end, scale_log2, lane, a);
 #pragma unroll
   for (int pair = 0; pair < kHeadDim / 16; ++pair) {
     uint32_t b[4];

@@ -136,19 +136,8 @@ __device__ __forceinline__ void attend_keys(WarpState<kHeadDim>& st, const KeyRe
       mma_bf16(s[n], st.q_frag[2 * i], regs.k[n][i].x, regs.k[n][i].y);
       mma_bf16(s[n], st.q_frag[2 * i + 1], regs.k[n][i].z, regs.k[n][i].w);
     }
-  float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-  for (int n = 0; n < 2; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int key = first + n * 8 + (lane % 4) * 2 + (e % 2);
-      const float value = key < end ? s[n][e] * scale_log2 : -INFINITY;
-      s[n][e] = value;
-      tile_max[e / 2] = fmaxf(tile_max[e / 2], value);
-    }
-  online_softmax_step(s, tile_max, st.row_max, st.row_sum, st.o);
-  const uint32_t a[4] = {pack_bf16(s[0][0], s[0][1]), pack_bf16(s[0][2], s[0][3]), pack_bf16(s[1][0], s[1][1]),
-                         pack_bf16(s[1][2], s[1][3])};
+  uint32_t a[4];
+  scores_to_probabilities(st, s, first, end, scale_log2, lane, a);
 #pragma unroll
   for (int i = 0; i < kHeadDim / 64; ++i)
 #pragma unroll

@@ -237,6 +237,8 @@ class Bench {
     plan_decode_attention_splits(fp8, context, num_sms());
     const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
     record("decode attention fp8", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes, true);
+    record("decode attention fp8 registers", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kRegisters),
+           fp8_bytes, true);
     if (decode_attention_bulk_copy_available(fp8))
       record("decode attention fp8 bulk copy", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kBulkCopy),
              fp8_bytes, true);

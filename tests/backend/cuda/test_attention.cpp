@@ -285,12 +285,13 @@ INSTANTIATE_TEST_SUITE_P(Bf16, DecodeAttentionTest,
                                                               DecodeAttentionKernel::kBulkCopy,
                                                               DecodeAttentionKernel::kRegisters),
                                             ::testing::Values(CacheDtype::kBf16)));
-// Over an fp8 cache: the cp.async fp8 kernel and the bulk-copy one (head_dim 64: the cp.async kernel again, see
-// decode_attention.h).
+// Over an fp8 cache: the cp.async fp8 kernel, the bulk-copy one (head_dim 64: the cp.async kernel again, see
+// decode_attention.h) and the register one.
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
                          ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
                                             ::testing::Values(DecodeAttentionKernel::kCpAsync,
-                                                              DecodeAttentionKernel::kBulkCopy),
+                                                              DecodeAttentionKernel::kBulkCopy,
+                                                              DecodeAttentionKernel::kRegisters),
                                             ::testing::Values(CacheDtype::kFp8)));
 
 // Host-only: every plan covers the context with whole 64-token tiles, wastes less than one split, and fits the

@@ -29,14 +29,14 @@ constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy) {
 }
 
 // The kernel a kAuto launch runs: bulk copy where it can run for batches above kDecodeAttentionSmallBatch, else the
-// register kernel for the smallest bf16 batches, else cp.async.
+// register kernel for the smallest batches, else cp.async.
 DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
   if (kernel != DecodeAttentionKernel::kAuto) return kernel;
   // pool_blocks first: a plan made without a pool (unknown) must not query the device.
   if (p.pool_blocks > 0 && p.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(p))
     return DecodeAttentionKernel::kBulkCopy;
-  return p.k_fp8 == nullptr && p.num_decode <= kDecodeAttentionRegisterBatch ? DecodeAttentionKernel::kRegisters
-                                                                             : DecodeAttentionKernel::kCpAsync;
+  return p.num_decode <= kDecodeAttentionRegisterBatch ? DecodeAttentionKernel::kRegisters
+                                                       : DecodeAttentionKernel::kCpAsync;
 }
 
 // Whether an fp8 launch asked for `kernel` runs the Hopper fp8 kernel: it serves head_dim 128 and groups of at most 8.
@@ -160,6 +160,8 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
     constexpr int kHeadDim = decltype(dim)::value;
     if (runs_fp8_bulk_copy(params, kernel))
       launch_decode_attention_fp8_bulk_copy(params, stream);
+    else if (fp8 && kernel == DecodeAttentionKernel::kRegisters)
+      launch_decode_attention_fp8_registers(params, stream);
     else if (fp8)
       launch_decode_attention_fp8(params, stream);
     else if (kernel == DecodeAttentionKernel::kBulkCopy)

@@ -46,13 +46,12 @@ struct DecodeAttentionParams {
   float scale = 0;  // head_dim^-0.5
 };
 
-// Which kernel runs a launch: the cp.async kernel (sm_80+), the Hopper bulk-copy kernel, or (bf16 cache only) the
-// register kernel. kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches
-// above kDecodeAttentionSmallBatch sequences; for at most kDecodeAttentionRegisterBatch sequences over a bf16 cache
-// the register kernel, else the cp.async kernel (docs/PERFORMANCE.md "Session 7" has the measurements behind both
-// thresholds). Over an fp8 cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA
-// groups above 8 (the bulk-copy kernel's tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8
-// kernel; over any fp8 cache, kRegisters runs it too.
+// Which kernel runs a launch: the cp.async kernel (sm_80+), the Hopper bulk-copy kernel, or the register kernel, for
+// either cache dtype. kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches
+// above kDecodeAttentionSmallBatch sequences; for at most kDecodeAttentionRegisterBatch sequences the register kernel,
+// else the cp.async kernel (docs/PERFORMANCE.md "Session 7" has the measurements behind both thresholds). Over an fp8
+// cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy kernel's
+// tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kRegisters };
 constexpr int kDecodeAttentionSmallBatch = 4;
 constexpr int kDecodeAttentionRegisterBatch = 2;
@@ -85,6 +84,10 @@ void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, 
 // into mma fragments, without a shared-memory tile ring, and the first tile is loaded before waiting for the previous
 // kernel. Needs split_counters when num_splits > 1 or the merge kernel after it.
 void launch_decode_attention_registers(const DecodeAttentionParams& params, cudaStream_t stream);
+
+// The same over an fp8 cache (decode_attention_fp8_registers.cu): the fp8 kernels' warp step on bytes loaded straight
+// into registers.
+void launch_decode_attention_fp8_registers(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).

@@ -140,27 +140,31 @@ __device__ __forceinline__ void load_key_words(const uint8_t* tile, int row, int
   }
 }
 
-// One tile's step with its operands read straight from the byte tiles, over this warp's keys warp * 16 + [0, 16) of
-// the tile: Sᵀ = code_k · Qᵀ (scores in fp8_code_unit() units; the caller folds the unit into scale_log2 and the
-// final V-reference multiplication), probabilities with the K scale on the scores and the V scale on the
-// probabilities (fp8_tile_probabilities, decode_attention_fp8_tile.cuh), Oᵀ += code_vᵀ · Pᵀ in the output_dim row
-// order. A lane's A rows are keys lane / 4 and lane / 4 + 8 of the warp.
-template <int kHeadDim, int kHeadBlocks>
-__device__ __forceinline__ void attend_fp8_tile(Fp8WarpState<kHeadDim, kHeadBlocks>& st, const uint8_t* k_tile,
-                                                const uint8_t* v_tile, const float* k_scales, const float* v_scales,
-                                                int tile_first, int end, float scale_log2, int warp, int lane) {
+// One warp's step over its 16 keys with the operands built straight from E4M3 bytes: Sᵀ = code_k · Qᵀ (scores in
+// fp8_code_unit() units; the caller folds the unit into scale_log2 and the final V-reference multiplication),
+// probabilities with the K scale on the scores and the V scale on the probabilities (fp8_probabilities,
+// decode_attention_fp8_tile.cuh), Oᵀ += code_vᵀ · Pᵀ in the output_dim row order. A lane's A rows are the warp's keys
+// lane / 4 and lane / 4 + 8 (`first_key`: the first one's position in the sequence). Where the bytes come from:
+// - key_words(half, first_step, words[4]): 16 bytes of key lane / 4 + 8 * half, from byte
+//   (lane % 4) * kHeadDim / 4 + first_step * 4 of its row (first_step a multiple of 4);
+// - value_words(k, words[kHeadDim / 32]): bytes [(lane / 4) * kHeadDim / 8, + kHeadDim / 8) of the warp's key
+//   2 (lane % 4) + k % 2 + 8 (k / 2);
+// - key_scale(half), value_scale(half): as fp8_probabilities.
+template <int kHeadDim, int kHeadBlocks, typename KeyWords, typename ValueWords, typename KeyScale, typename ValueScale>
+__device__ __forceinline__ void attend_fp8_keys(Fp8WarpState<kHeadDim, kHeadBlocks>& st, KeyWords key_words,
+                                                ValueWords value_words, KeyScale key_scale, ValueScale value_scale,
+                                                int first_key, int end, float scale_log2) {
   constexpr int kSteps = kHeadDim / 16;
-  const int row = lane / 4, quad = lane % 4, key = warp * kWarpKeys + row;
-  // Sᵀ: keys `key` and `key` + 8, bytes [quad * kHeadDim / 4, + kHeadDim / 4): word kk holds k_dim(kk, 2 quad + {0, 1})
-  // in its low half and k_dim(kk, 2 quad + 8 + {0, 1}) in its high half. 16 bytes (4 steps) of both keys at a time,
-  // to bound the registers held; even and odd steps accumulate apart, halving the chain of dependent mma.
+  // Sᵀ: keys lane / 4 and + 8, bytes [(lane % 4) * kHeadDim / 4, + kHeadDim / 4): word kk holds
+  // k_dim(kk, 2 (lane % 4) + {0, 1}) in its low half and k_dim(kk, 2 (lane % 4) + 8 + {0, 1}) in its high half. 16
+  // bytes (4 steps) of both keys at a time, to bound the registers held; even and odd steps accumulate apart, halving
+  // the chain of dependent mma.
   float s[2][kHeadBlocks][4] = {};
 #pragma unroll
   for (int first_step = 0; first_step < kSteps; first_step += 4) {
     uint32_t k_words[2][4];
 #pragma unroll
-    for (int half = 0; half < 2; ++half)
-      load_key_words<kHeadDim, 4>(k_tile, key + half * 8, quad * (kHeadDim / 4) + first_step * 4, k_words[half]);
+    for (int half = 0; half < 2; ++half) key_words(half, first_step, k_words[half]);
 #pragma unroll
     for (int kk = first_step; kk < first_step + 4; ++kk) {
       const uint32_t a[4] = {e4m3x2_to_f16x2<0>(k_words[0][kk % 4]), e4m3x2_to_f16x2<0>(k_words[1][kk % 4]),
@@ -174,17 +178,15 @@ __device__ __forceinline__ void attend_fp8_tile(Fp8WarpState<kHeadDim, kHeadBloc
 #pragma unroll
     for (int e = 0; e < 4; ++e) s[0][hb][e] += s[1][hb][e];
 
-  // V: keys warp * 16 + {2 quad, 2 quad + 1, 2 quad + 8, 2 quad + 9}, bytes [row * kHeadDim / 8, + kHeadDim / 8):
+  // V: the warp's keys {2 quad, 2 quad + 1, 2 quad + 8, 2 quad + 9}, bytes [row * kHeadDim / 8, + kHeadDim / 8):
   // byte b of that run is m-tile b's row `row` for b < kHeadDim / 16, else m-tile b - kHeadDim / 16's row `row` + 8.
   constexpr int kVWords = kHeadDim / 32, kHalfWords = kVWords / 2;
   uint32_t v_words[4][kVWords];
 #pragma unroll
-  for (int k = 0; k < 4; ++k)
-    load_key_words<kHeadDim, kVWords>(v_tile, warp * kWarpKeys + (k / 2) * 8 + 2 * quad + k % 2, row * (kHeadDim / 8),
-                                      v_words[k]);
+  for (int k = 0; k < 4; ++k) value_words(k, v_words[k]);
 
   uint32_t p_t[kHeadBlocks][2];
-  fp8_tile_probabilities<kHeadDim>(st, s[0], k_scales, v_scales, tile_first, end, scale_log2, key, p_t);
+  fp8_probabilities(st, s[0], key_scale, value_scale, first_key, end, scale_log2, p_t);
 #pragma unroll
   for (int word = 0; word < kHalfWords; ++word) {
     // pairs[key pair][row half][byte pair]: bytes b of keys (2 quad, 2 quad + 1) or (2 quad + 8, 2 quad + 9)
@@ -210,6 +212,27 @@ __device__ __forceinline__ void attend_fp8_tile(Fp8WarpState<kHeadDim, kHeadBloc
       for (int hb = 0; hb < kHeadBlocks; ++hb) mma_f16(st.o[4 * word + byte][hb], a, p_t[hb][0], p_t[hb][1]);
     }
   }
+}
+
+// attend_fp8_keys over this warp's keys warp * 16 + [0, 16) of a tile in shared memory: the byte tiles (16-byte
+// chunks swizzled by fp8_chunk_offset) and the tile's scales ([kTileTokens] each).
+template <int kHeadDim, int kHeadBlocks>
+__device__ __forceinline__ void attend_fp8_tile(Fp8WarpState<kHeadDim, kHeadBlocks>& st, const uint8_t* k_tile,
+                                                const uint8_t* v_tile, const float* k_scales, const float* v_scales,
+                                                int tile_first, int end, float scale_log2, int warp, int lane) {
+  constexpr int kVWords = kHeadDim / 32;
+  const int row = lane / 4, quad = lane % 4, key = warp * kWarpKeys + row;
+  attend_fp8_keys(
+      st,
+      [&](int half, int first_step, uint32_t(&words)[4]) {
+        load_key_words<kHeadDim, 4>(k_tile, key + half * 8, quad * (kHeadDim / 4) + first_step * 4, words);
+      },
+      [&](int k, uint32_t(&words)[kVWords]) {
+        load_key_words<kHeadDim, kVWords>(v_tile, warp * kWarpKeys + (k / 2) * 8 + 2 * quad + k % 2,
+                                          row * (kHeadDim / 8), words);
+      },
+      [&](int half) { return k_scales[key + 8 * half]; }, [&](int half) { return v_scales[key + 8 * half]; },
+      tile_first + key, end, scale_log2);
 }
 
 // Where the hand-over below parks O element (head, m-tile j, A row r) of a warp in shared memory: [j][r][head] fp32

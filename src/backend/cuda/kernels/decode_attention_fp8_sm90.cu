@@ -60,7 +60,7 @@ struct Fp8BulkCopyParams {
 
 // Keys at or past `end` in this warp's 16 rows of the last tile hold stale, never-copied or poisoned bytes: zero their
 // V rows so that probability 0 times V stays 0 (their K rows are masked by selection and their V scales count as zero
-// in fp8_tile_probabilities). The swizzle only moves chunks within a row, so whole rows are zeroed in place. The
+// in fp8_probabilities). The swizzle only moves chunks within a row, so whole rows are zeroed in place. The
 // stage's copies completed (its barrier was waited on), and no later copy targets it.
 __device__ __forceinline__ void zero_v_rows_past_end(uint8_t* v_tile, int tile_first, int end, int warp, int lane) {
   constexpr int kRowChunks = kHeadDim / 16;

@@ -81,18 +81,19 @@ __device__ __forceinline__ float max_over_keys(float value) {
 // each probability times its key's V scale. To keep p * scale_v within fp16, the warp's O is held in units of
 // `v_reference`, the largest V scale it has seen: when a tile raises it, O is rescaled once. Masked keys' V scales
 // count as zero (a partial tile's last scale chunk may copy stale or NaN scales past `end`; 0 * NaN is NaN).
-template <int kHeadDim, int kHeadBlocks>
-__device__ __forceinline__ void fp8_tile_probabilities(Fp8WarpState<kHeadDim, kHeadBlocks>& st,
-                                                       float (&s)[kHeadBlocks][4], const float* k_scales,
-                                                       const float* v_scales, int tile_first, int end, float scale_log2,
-                                                       int key, uint32_t (&p_t)[kHeadBlocks][2]) {
+// `key_scale(half)` / `value_scale(half)` give the K / V scale of the lane's key (half 0) or key + 8 (half 1), whose
+// position in the sequence is `first_key` (+ 8); value_scale is asked only for keys before `end`.
+template <int kHeadDim, int kHeadBlocks, typename KeyScale, typename ValueScale>
+__device__ __forceinline__ void fp8_probabilities(Fp8WarpState<kHeadDim, kHeadBlocks>& st, float (&s)[kHeadBlocks][4],
+                                                  KeyScale key_scale, ValueScale value_scale, int first_key, int end,
+                                                  float scale_log2, uint32_t (&p_t)[kHeadBlocks][2]) {
   bool valid[2];
   float k_scale[2], v_scale[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    valid[half] = tile_first + key + 8 * half < end;
-    k_scale[half] = k_scales[key + 8 * half] * scale_log2;
-    v_scale[half] = valid[half] ? v_scales[key + 8 * half] : 0.0f;
+    valid[half] = first_key + 8 * half < end;
+    k_scale[half] = key_scale(half) * scale_log2;
+    v_scale[half] = valid[half] ? value_scale(half) : 0.0f;
   }
   float tile_max[kHeadBlocks][2];
   bool raise = false;

@@ -1,0 +1,161 @@
+// Decode attention over an fp8 cache for small batches with K/V in registers: the fp8 kernels' warp step
+// (attend_fp8_keys: fragments built straight from the E4M3 bytes, scales folded into scores and probabilities) fed
+// from the paged cache by each thread's own 16-byte loads instead of a shared-memory ring, for the reasons of
+// decode_attention_registers.cu: no max-shared carveout to switch the SMs to, and the first tile loaded before waiting
+// for the QK-norm/RoPE/cache-write kernel (which writes only the current token's K/V and scales).
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
+#include "backend/cuda/kernels/head_dim_dispatch.h"
+#include "backend/cuda/kernels/pdl.cuh"
+
+namespace qinfer::cuda {
+
+namespace {
+
+using namespace decode_block;
+
+// This thread's bytes of its warp's 16 keys, in the order attend_fp8_keys asks for them.
+template <int kHeadDim>
+struct Fp8KeyRegisters {
+  uint32_t k[2][kHeadDim / 16];  // keys lane / 4 (+ 8): bytes [(lane % 4) * kHeadDim / 4, + kHeadDim / 4)
+  uint32_t v[4][kHeadDim / 32];  // keys 2 (lane % 4) + k % 2 + 8 (k / 2): bytes [(lane / 4) * kHeadDim / 8, + / 8)
+};
+
+// `words` 4-byte words from byte `offset` of `row` (16-byte aligned when kWords >= 4, else 8-byte), through L2 only.
+template <int kWords>
+__device__ __forceinline__ void load_words(const uint8_t* row, int offset, uint32_t (&words)[kWords]) {
+  if constexpr (kWords == 2) {
+    const uint2 v = __ldcg(reinterpret_cast<const uint2*>(row + offset));
+    words[0] = v.x;
+    words[1] = v.y;
+  } else {
+#pragma unroll
+    for (int c = 0; c < kWords / 4; ++c) {
+      const uint4 v = __ldcg(reinterpret_cast<const uint4*>(row + offset) + c);
+      words[4 * c] = v.x;
+      words[4 * c + 1] = v.y;
+      words[4 * c + 2] = v.z;
+      words[4 * c + 3] = v.w;
+    }
+  }
+}
+
+// Vector (page slot) of `key` of this block's KV head: its row in the byte pools is vector * kHeadDim, its scale index
+// the vector.
+__device__ __forceinline__ int64_t key_vector(const DecodeAttentionParams& p, const BlockWork& w, int key) {
+  const int64_t page = w.table[key / p.block_size];
+  return (page * p.num_kv_heads + w.kv_head) * p.block_size + key % p.block_size;
+}
+
+// Loads this thread's bytes of keys first + [0, 16) that are below `limit` (others zero: V codes past the context
+// must not be NaN, since probability 0 times NaN is NaN), or with `only` >= 0 only those of key `only`.
+template <int kHeadDim>
+__device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
+                                              const BlockWork& w, int first, int limit, int only, int lane) {
+  const int row = lane / 4, quad = lane % 4;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int key = first + row + 8 * half;
+    if (only >= 0 && key != only) continue;
+    if (key < limit)
+      load_words(p.k_fp8 + key_vector(p, w, key) * kHeadDim, quad * (kHeadDim / 4), regs.k[half]);
+    else
+#pragma unroll
+      for (int i = 0; i < kHeadDim / 16; ++i) regs.k[half][i] = 0;
+  }
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int key = first + 2 * quad + k % 2 + 8 * (k / 2);
+    if (only >= 0 && key != only) continue;
+    if (key < limit)
+      load_words(p.v_fp8 + key_vector(p, w, key) * kHeadDim, row * (kHeadDim / 8), regs.v[k]);
+    else
+#pragma unroll
+      for (int i = 0; i < kHeadDim / 32; ++i) regs.v[k][i] = 0;
+  }
+}
+
+// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Dynamic shared memory: the warps' hand-over
+// and merge scratch (fp8_registers_shared_bytes).
+template <int kHeadDim, int kHeadBlocks>
+__global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kernel(DecodeAttentionParams p) {
+  allow_dependents();
+  const BlockWork w = block_work(p);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Before waiting for the previous kernel: this warp's keys of the first tile up to the current token (the last key
+  // of the sequence, context_lens - 1), whose bytes and scales that kernel writes.
+  const int current = p.context_lens[w.seq] - 1;
+  Fp8KeyRegisters<kHeadDim> regs;
+  int first = w.begin + warp * kWarpKeys;
+  if (w.num_tiles > 0) load_fp8_keys<kHeadDim>(regs, p, w, first, min(w.end, current), -1, lane);
+  wait_for_producer();
+  if (w.num_tiles > 0 && current < w.end && current >= first && current < first + kWarpKeys)
+    load_fp8_keys<kHeadDim>(regs, p, w, first, w.end, current, lane);
+
+  Fp8WarpState<kHeadDim, kHeadBlocks> st;
+  load_query_fragments_t<kHeadDim, kHeadBlocks>(
+      st.q, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+  const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
+  const int row = lane / 4;
+  for (int tile = 0; tile < w.num_tiles; ++tile) {
+    if (tile > 0) {
+      first = w.begin + tile * kTileTokens + warp * kWarpKeys;
+      load_fp8_keys<kHeadDim>(regs, p, w, first, w.end, -1, lane);
+    }
+    if (first >= w.end) continue;
+    // The warp's 16 keys lie in one page (block sizes are multiples of 16): their scales are contiguous.
+    const int64_t scales = key_vector(p, w, first) + row;
+    attend_fp8_keys(
+        st,
+        [&](int half, int first_step, uint32_t(&words)[4]) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) words[i] = regs.k[half][first_step + i];
+        },
+        [&](int k, uint32_t(&words)[kHeadDim / 32]) {
+#pragma unroll
+          for (int i = 0; i < kHeadDim / 32; ++i) words[i] = regs.v[k][i];
+        },
+        [&](int half) { return __ldcg(p.k_scales + scales + 8 * half); },
+        [&](int half) { return __ldcg(p.v_scales + scales + 8 * half); }, first + row, w.end, scale_log2);
+  }
+
+  extern __shared__ float scratch[];
+  __shared__ float head_stats[kWarps][2][kGroupRows];
+  WarpState<kHeadDim> heads = fp8_states_to_head_rows(st, scratch, head_stats, warp, lane);
+  finish_block<kHeadDim>(p, w, heads, scratch, w.group, warp, lane, fragment_row_store<kHeadDim>(heads, lane));
+}
+
+// The larger of the warps' hand-over (fp8_states_to_head_rows) and finish_block's merge scratch.
+template <int kHeadDim, int kHeadBlocks>
+int fp8_registers_shared_bytes(int group) {
+  const int hand_over = kWarps * TransposedScratch<kHeadDim, kHeadBlocks>::kWarpFloats;
+  return std::max(hand_over, kWarps * group * kHeadDim) * static_cast<int>(sizeof(float));
+}
+
+}  // namespace
+
+void launch_decode_attention_fp8_registers(const DecodeAttentionParams& p, cudaStream_t stream) {
+  QINFER_CHECK(p.k_fp8 != nullptr, "the fp8 register decode attention kernel reads an fp8 cache");
+  if (p.num_decode == 0) return;
+  const int group = p.num_heads / p.num_kv_heads;
+  with_head_dim(p.head_dim, [&](auto dim) {
+    constexpr int kHeadDim = decltype(dim)::value;
+    const auto launch = [&](auto kernel, int shared_bytes) {
+      if (shared_bytes > 48 * 1024)
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+      launch_dependent(kernel, dim3(p.num_splits, p.num_kv_heads, p.num_decode), kThreads, shared_bytes, stream, p);
+    };
+    if (fp8_head_blocks(group) == 1)
+      launch(decode_attention_fp8_registers_kernel<kHeadDim, 1>, fp8_registers_shared_bytes<kHeadDim, 1>(group));
+    else
+      launch(decode_attention_fp8_registers_kernel<kHeadDim, 2>, fp8_registers_shared_bytes<kHeadDim, 2>(group));
+  });
+}
+
+}  // namespace qinfer::cuda

@@ -17,9 +17,10 @@ namespace qinfer::cuda::decode_block {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTileTokens = 64;  // keys per shared-memory tile: 16 per warp
-constexpr int kStages = 3;       // K/V tiles in shared memory: the one computed and two in flight
-constexpr int kGroupRows = 16;   // query heads of a GQA group padded to one m16 tile
+constexpr int kTileTokens = 64;                  // keys per shared-memory tile: 16 per warp
+constexpr int kStages = 3;                       // K/V tiles in shared memory: the one computed and two in flight
+constexpr int kGroupRows = 16;                   // query heads of a GQA group padded to one m16 tile
+constexpr int kWarpKeys = kTileTokens / kWarps;  // 16 keys of a tile per warp
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Bytes of the K/V tile ring: [kStages][K|V][kTileTokens][kHeadDim] bf16.
@@ -50,6 +51,21 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
   w.num_tiles = w.begin < w.end ? (w.end - w.begin + kTileTokens - 1) / kTileTokens : 0;
   w.table = p.block_tables + static_cast<int64_t>(p.table_rows[w.seq]) * p.block_table_stride;
   return w;
+}
+
+// The register kernels' start: this warp's keys of the block's first tile are loaded before waiting for the previous
+// kernel, except the current token (the sequence's last key, context_lens - 1), whose K/V that kernel writes:
+// `load(first, limit)` loads the warp's keys first + [0, kWarpKeys) below `limit`, and after the wait
+// `reload(first, current)` loads the current token where this warp holds it. Returns the warp's first key.
+template <typename Load, typename Reload>
+__device__ __forceinline__ int load_first_keys_then_wait(const DecodeAttentionParams& p, const BlockWork& w, int warp,
+                                                         Load load, Reload reload) {
+  const int current = p.context_lens[w.seq] - 1;
+  const int first = w.begin + warp * kWarpKeys;
+  if (w.num_tiles > 0) load(first, min(w.end, current));
+  wait_for_producer();
+  if (w.num_tiles > 0 && current < w.end && current >= first && current < first + kWarpKeys) reload(first, current);
+  return first;
 }
 
 // Keys per bulk-copy box of the Hopper kernels (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu): block sizes

@@ -88,15 +88,10 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
   allow_dependents();
   const BlockWork w = block_work(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // Before waiting for the previous kernel: this warp's keys of the first tile up to the current token (the last key
-  // of the sequence, context_lens - 1), whose bytes and scales that kernel writes.
-  const int current = p.context_lens[w.seq] - 1;
   Fp8KeyRegisters<kHeadDim> regs;
-  int first = w.begin + warp * kWarpKeys;
-  if (w.num_tiles > 0) load_fp8_keys<kHeadDim>(regs, p, w, first, min(w.end, current), -1, lane);
-  wait_for_producer();
-  if (w.num_tiles > 0 && current < w.end && current >= first && current < first + kWarpKeys)
-    load_fp8_keys<kHeadDim>(regs, p, w, first, w.end, current, lane);
+  int first = load_first_keys_then_wait(
+      p, w, warp, [&](int from, int limit) { load_fp8_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
+      [&](int from, int current) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
   load_query_fragments_t<kHeadDim, kHeadBlocks>(

@@ -15,7 +15,6 @@ namespace qinfer::cuda::decode_block {
 
 // Three stages keep a block at 49.5 KB of shared memory (head_dim 128, Fp8Layout), so four blocks fit on an SM.
 constexpr int kFp8Stages = 3;
-constexpr int kWarpKeys = kTileTokens / kWarps;  // 16 keys of a tile per warp
 // A warp's running maximum of a head is raised (and O rescaled) only when a tile's maximum exceeds it by more than
 // this (log2 units): probabilities then stay below 2^8, far inside fp16, and the result is the same up to rounding,
 // since sums and O are kept relative to whichever maximum is held.

@@ -32,7 +32,6 @@ namespace {
 
 using namespace decode_block;
 
-constexpr int kWarpKeys = kTileTokens / kWarps;  // 16: one k16 step of P·V
 static_assert(kWarpKeys == 16, "a warp's keys are one m16n8k16 k-step");
 
 // This thread's share of its warp's 16 keys.
@@ -157,15 +156,10 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   allow_dependents();
   const BlockWork w = block_work(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // Before waiting for the previous kernel: this warp's keys of the first tile up to the current token (the last key
-  // of the sequence, context_lens - 1), which that kernel writes.
-  const int current = p.context_lens[w.seq] - 1;
   KeyRegisters<kHeadDim> regs;
-  int first = w.begin + warp * kWarpKeys;
-  if (w.num_tiles > 0) load_keys<kHeadDim>(regs, p, w, first, min(w.end, current), lane);
-  wait_for_producer();
-  if (w.num_tiles > 0 && current < w.end && current >= first && current < first + kWarpKeys)
-    reload_key<kHeadDim>(regs, p, w, first, current, lane);
+  int first = load_first_keys_then_wait(
+      p, w, warp, [&](int from, int limit) { load_keys<kHeadDim>(regs, p, w, from, limit, lane); },
+      [&](int from, int current) { reload_key<kHeadDim>(regs, p, w, from, current, lane); });
 
   WarpState<kHeadDim> st;
   load_permuted_query<kHeadDim>(

@@ -53,6 +53,13 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
   return w;
 }
 
+// Vector (page slot) of `key` of this block's KV head in a pool viewed as [num_blocks * num_kv_heads * block_size]
+// vectors of head_dim elements (the K/V pools) or of one scale (the fp8 scale pools).
+__device__ __forceinline__ int64_t cache_vector(const DecodeAttentionParams& p, const BlockWork& w, int key) {
+  const int64_t page = w.table[key / p.block_size];
+  return (page * p.num_kv_heads + w.kv_head) * p.block_size + key % p.block_size;
+}
+
 // The register kernels' start: this warp's keys of the block's first tile are loaded before waiting for the previous
 // kernel, except the current token (the sequence's last key, context_lens - 1), whose K/V that kernel writes:
 // `load(first, limit)` loads the warp's keys first + [0, kWarpKeys) below `limit`, and after the wait
@@ -78,8 +85,7 @@ constexpr int kBoxTokens = 16;
 __device__ __forceinline__ int box_row(const DecodeAttentionParams& p, const BlockWork& w, int tile, int group) {
   const int token = w.begin + tile * kTileTokens + group * kBoxTokens;
   if (tile >= w.num_tiles || group >= kTileTokens / kBoxTokens || token >= w.end) return 0;
-  const int64_t page = w.table[token / p.block_size];
-  return static_cast<int>((page * p.num_kv_heads + w.kv_head) * p.block_size + token % p.block_size);
+  return static_cast<int>(cache_vector(p, w, token));
 }
 
 // One warp's online-softmax state over its keys: rows lane / 4 and lane / 4 + 8 of the m16 group tile.

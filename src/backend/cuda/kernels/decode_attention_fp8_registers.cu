@@ -46,13 +46,6 @@ __device__ __forceinline__ void load_words(const uint8_t* row, int offset, uint3
   }
 }
 
-// Vector (page slot) of `key` of this block's KV head: its row in the byte pools is vector * kHeadDim, its scale index
-// the vector.
-__device__ __forceinline__ int64_t key_vector(const DecodeAttentionParams& p, const BlockWork& w, int key) {
-  const int64_t page = w.table[key / p.block_size];
-  return (page * p.num_kv_heads + w.kv_head) * p.block_size + key % p.block_size;
-}
-
 // Loads this thread's bytes of keys first + [0, 16) that are below `limit` (others zero: V codes past the context
 // must not be NaN, since probability 0 times NaN is NaN), or with `only` >= 0 only those of key `only`.
 template <int kHeadDim>
@@ -64,7 +57,7 @@ __device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, c
     const int key = first + row + 8 * half;
     if (only >= 0 && key != only) continue;
     if (key < limit)
-      load_words(p.k_fp8 + key_vector(p, w, key) * kHeadDim, quad * (kHeadDim / 4), regs.k[half]);
+      load_words(p.k_fp8 + cache_vector(p, w, key) * kHeadDim, quad * (kHeadDim / 4), regs.k[half]);
     else
 #pragma unroll
       for (int i = 0; i < kHeadDim / 16; ++i) regs.k[half][i] = 0;
@@ -74,7 +67,7 @@ __device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, c
     const int key = first + 2 * quad + k % 2 + 8 * (k / 2);
     if (only >= 0 && key != only) continue;
     if (key < limit)
-      load_words(p.v_fp8 + key_vector(p, w, key) * kHeadDim, row * (kHeadDim / 8), regs.v[k]);
+      load_words(p.v_fp8 + cache_vector(p, w, key) * kHeadDim, row * (kHeadDim / 8), regs.v[k]);
     else
 #pragma unroll
       for (int i = 0; i < kHeadDim / 32; ++i) regs.v[k][i] = 0;
@@ -105,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
     }
     if (first >= w.end) continue;
     // The warp's 16 keys lie in one page (block sizes are multiples of 16): their scales are contiguous.
-    const int64_t scales = key_vector(p, w, first) + row;
+    const int64_t scales = cache_vector(p, w, first) + row;
     attend_fp8_keys(
         st,
         [&](int half, int first_step, uint32_t(&words)[4]) {

@@ -45,58 +45,34 @@ struct KeyRegisters {
 template <int kHeadDim>
 __device__ __forceinline__ const uint4* cache_row(const __nv_bfloat16* pool, const DecodeAttentionParams& p,
                                                   const BlockWork& w, int key) {
-  const int64_t page = w.table[key / p.block_size];
-  return reinterpret_cast<const uint4*>(pool +
-                                        ((page * p.num_kv_heads + w.kv_head) * p.block_size + key % p.block_size) *
-                                            static_cast<int64_t>(kHeadDim));
+  return reinterpret_cast<const uint4*>(pool + cache_vector(p, w, key) * kHeadDim);
 }
 
 __device__ __forceinline__ int v_key(int slot, int c) { return 2 * c + (slot & 1) + (slot >> 1) * 8; }
 
-// Loads the rows of keys first + [0, 16) that this thread owns and that are below `limit`; others become zero (V rows
-// must be finite: probability 0 times NaN is NaN). Loads go through L2 only (no L1 line can be stale, and every
-// load instruction of a warp reads whole 32-byte sectors).
+// Loads the rows of keys first + [0, 16) that this thread owns and that are below `limit` (others become zero: V rows
+// must be finite, since probability 0 times NaN is NaN), or with `only` >= 0 only those of key `only`. Loads go
+// through L2 only (no L1 line can be stale, and every load instruction of a warp reads whole 32-byte sectors).
 template <int kHeadDim>
 __device__ __forceinline__ void load_keys(KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
-                                          const BlockWork& w, int first, int limit, int lane) {
+                                          const BlockWork& w, int first, int limit, int only, int lane) {
   const int g = lane / 4, c = lane % 4;
-  const auto load = [](const uint4* address) { return __ldcg(address); };
 #pragma unroll
   for (int n = 0; n < 2; ++n) {
     const int key = first + 8 * n + g;
+    if (only >= 0 && key != only) continue;
     const uint4* row = key < limit ? cache_row<kHeadDim>(p.k_cache, p, w, key) : nullptr;
 #pragma unroll
-    for (int i = 0; i < kHeadDim / 32; ++i) regs.k[n][i] = row ? load(row + 4 * i + c) : make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < kHeadDim / 32; ++i) regs.k[n][i] = row ? __ldcg(row + 4 * i + c) : make_uint4(0, 0, 0, 0);
   }
 #pragma unroll
   for (int slot = 0; slot < 4; ++slot) {
     const int key = first + v_key(slot, c);
+    if (only >= 0 && key != only) continue;
     const uint4* row = key < limit ? cache_row<kHeadDim>(p.v_cache, p, w, key) : nullptr;
 #pragma unroll
-    for (int i = 0; i < kHeadDim / 64; ++i) regs.v[slot][i] = row ? load(row + 8 * i + g) : make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < kHeadDim / 64; ++i) regs.v[slot][i] = row ? __ldcg(row + 8 * i + g) : make_uint4(0, 0, 0, 0);
   }
-}
-
-// Reloads key `key` (first <= key < first + 16) where this thread owns it: the current token's row, written by the
-// previous kernel after the first load was issued.
-template <int kHeadDim>
-__device__ __forceinline__ void reload_key(KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
-                                           const BlockWork& w, int first, int key, int lane) {
-  const int g = lane / 4, c = lane % 4;
-#pragma unroll
-  for (int n = 0; n < 2; ++n)
-    if (first + 8 * n + g == key) {
-      const uint4* row = cache_row<kHeadDim>(p.k_cache, p, w, key);
-#pragma unroll
-      for (int i = 0; i < kHeadDim / 32; ++i) regs.k[n][i] = __ldcg(row + 4 * i + c);
-    }
-#pragma unroll
-  for (int slot = 0; slot < 4; ++slot)
-    if (first + v_key(slot, c) == key) {
-      const uint4* row = cache_row<kHeadDim>(p.v_cache, p, w, key);
-#pragma unroll
-      for (int i = 0; i < kHeadDim / 64; ++i) regs.v[slot][i] = __ldcg(row + 8 * i + g);
-    }
 }
 
 // The GQA group's query tile as A fragments in the permuted dim order of S (file comment); padding rows are zero.
@@ -158,8 +134,8 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   KeyRegisters<kHeadDim> regs;
   int first = load_first_keys_then_wait(
-      p, w, warp, [&](int from, int limit) { load_keys<kHeadDim>(regs, p, w, from, limit, lane); },
-      [&](int from, int current) { reload_key<kHeadDim>(regs, p, w, from, current, lane); });
+      p, w, warp, [&](int from, int limit) { load_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
+      [&](int from, int current) { load_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
   WarpState<kHeadDim> st;
   load_permuted_query<kHeadDim>(
@@ -168,7 +144,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     if (tile > 0) {
       first = w.begin + tile * kTileTokens + warp * kWarpKeys;
-      load_keys<kHeadDim>(regs, p, w, first, w.end, lane);
+      load_keys<kHeadDim>(regs, p, w, first, w.end, -1, lane);
     }
     if (first < w.end) attend_keys<kHeadDim>(st, regs, first, w.end, scale_log2, lane);
   }

@@ -53,6 +53,12 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
   return w;
 }
 
+// The block's GQA group of query heads: [group][kHeadDim] of its decode token in p.q.
+template <int kHeadDim>
+__device__ __forceinline__ const __nv_bfloat16* group_query(const DecodeAttentionParams& p, const BlockWork& w) {
+  return p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim;
+}
+
 // Vector (page slot) of `key` of this block's KV head in a pool viewed as [num_blocks * num_kv_heads * block_size]
 // vectors of head_dim elements (the K/V pools) or of one scale (the fp8 scale pools).
 __device__ __forceinline__ int64_t cache_vector(const DecodeAttentionParams& p, const BlockWork& w, int key) {

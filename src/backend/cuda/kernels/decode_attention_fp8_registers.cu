@@ -87,8 +87,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
       [&](int from, int current) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
-  load_query_fragments_t<kHeadDim, kHeadBlocks>(
-      st.q, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+  load_query_fragments_t<kHeadDim, kHeadBlocks>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   const int row = lane / 4;
   for (int tile = 0; tile < w.num_tiles; ++tile) {

@@ -127,8 +127,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     next_row = box_row(p, w, kBulkStages - 1, lane);
   }
   Fp8WarpState<kHeadDim, 1> st;
-  load_query_fragments_t<kHeadDim, 1>(
-      st.q, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+  load_query_fragments_t<kHeadDim, 1>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now

@@ -138,8 +138,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
       [&](int from, int current) { load_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
   WarpState<kHeadDim> st;
-  load_permuted_query<kHeadDim>(
-      st.q_frag, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+  load_permuted_query<kHeadDim>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
   const float scale_log2 = p.scale * kLog2e;
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     if (tile > 0) {

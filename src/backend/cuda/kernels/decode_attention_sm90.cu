@@ -120,8 +120,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   WarpState<kHeadDim> st;
-  load_query_fragments<kHeadDim>(
-      st.q_frag, p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim, w.group, lane);
+  load_query_fragments<kHeadDim>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
   const float scale_log2 = p.scale * kLog2e;
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now

@@ -388,6 +388,10 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   prefill.block_size = kv_shape_.block_size;
   prefill.pool_blocks = pool_blocks;
   prefill.scale = scale;
+  // Decode-only steps of 1-2 sequences run the register attention kernels, which do the QK-norm/RoPE/cache write
+  // themselves (DecodeAttentionParams::rope): one kernel fewer per layer, the same bits.
+  const bool rope_in_attention =
+      prefill.num_prefill == 0 && decode.num_decode == tokens && tokens <= cuda::kDecodeAttentionRegisterBatch;
 
   for (int l = 0; l < c.num_layers; ++l) {
     const cuda::GpuLayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
@@ -425,7 +429,10 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
     rope.head_dim = c.head_dim;
     rope.block_size = kv_shape_.block_size;
     rope.eps = eps;
-    cuda::launch_qk_norm_rope_cache_write(rope, stream_);
+    if (rope_in_attention)
+      decode.rope = rope;
+    else
+      cuda::launch_qk_norm_rope_cache_write(rope, stream_);
 
     if (fp8()) {
       decode.k_fp8 = fp8_data(l, 0);

@@ -155,6 +155,8 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
   kernel = resolve_auto(params, kernel);
+  QINFER_CHECK(params.rope.qkv == nullptr || kernel == DecodeAttentionKernel::kRegisters,
+               "the fused QK-norm/RoPE runs in the register decode attention kernels only (at most 2 sequences)");
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
     if (runs_fp8_bulk_copy(params, kernel))

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
+
 namespace qinfer::cuda {
 
 struct DecodeAttentionParams {
@@ -44,6 +46,11 @@ struct DecodeAttentionParams {
   int tokens_per_split = 0;  // multiple of 64
   int num_splits = 1;
   float scale = 0;  // head_dim^-0.5
+  // rope.qkv set (register kernels only, so 1-2 decode sequences): the kernel does the QK-norm / RoPE / cache write of
+  // its decode tokens itself, with the QK-norm/RoPE kernel's own per-head math (bit-identical q and K/V): each block
+  // its GQA group's query heads from rope.qkv (q above is unused), the block holding a sequence's current token that
+  // token's K and V into rope's cache pointers (the pools above, writable). rope.num_tokens is unused.
+  QkNormRopeCacheWriteParams rope;
 };
 
 // Which kernel runs a launch: the cp.async kernel (sm_80+), the Hopper bulk-copy kernel, or the register kernel, for

@@ -102,12 +102,14 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t word) {
 // The query fragments of the GQA group as the Qᵀ B operand (k16 dims x n8 heads per 16-dim step and head block) in
 // the k_dim order, as fp16: head block hb, lane: head hb * 8 + lane / 4, dims k_dim(step, 2t) + {0, 1} (register 0)
 // and k_dim(step, 2t + 8) + {0, 1} (register 1); heads at or past `group` are zero. Straight from global memory.
-template <int kHeadDim, int kHeadBlocks>
+// kShared: group_q in shared memory (the register kernel's fused RoPE stage) instead of read-only global memory.
+template <int kHeadDim, int kHeadBlocks, bool kShared = false>
 __device__ __forceinline__ void load_query_fragments_t(uint32_t (&q)[kHeadDim / 16][kHeadBlocks][2],
                                                        const __nv_bfloat16* group_q, int group, int lane) {
   const int column = (lane % 4) * 2;
   const auto pair = [&](int head, int dim) -> uint32_t {
-    return head < group ? __ldg(reinterpret_cast<const uint32_t*>(group_q + head * kHeadDim + dim)) : 0u;
+    const uint32_t* at = reinterpret_cast<const uint32_t*>(group_q + head * kHeadDim + dim);
+    return head >= group ? 0u : kShared ? *at : __ldg(at);
   };
 #pragma unroll
   for (int kk = 0; kk < kHeadDim / 16; ++kk)

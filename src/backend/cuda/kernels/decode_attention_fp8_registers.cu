@@ -11,6 +11,7 @@
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
+#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -81,13 +82,25 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
   allow_dependents();
   const BlockWork w = block_work(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  extern __shared__ __align__(16) float scratch[];
+  // The fused RoPE stages the group's query heads in the scratch, which is free until the hand-over.
+  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
+  const bool fused = p.rope.qkv != nullptr;
   Fp8KeyRegisters<kHeadDim> regs;
   int first = load_first_keys_then_wait(
       p, w, warp, [&](int from, int limit) { load_fp8_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
+      [&] {
+        if (fused) fused_rope<kHeadDim, true>(p, w, q_stage, warp, lane);
+      },
       [&](int from, int current) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
-  load_query_fragments_t<kHeadDim, kHeadBlocks>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
+  if (fused) {
+    load_query_fragments_t<kHeadDim, kHeadBlocks, true>(st.q, q_stage, w.group, lane);
+    __syncthreads();  // every warp has its query before any warp hands over through the scratch
+  } else {
+    load_query_fragments_t<kHeadDim, kHeadBlocks>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
+  }
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   const int row = lane / 4;
   for (int tile = 0; tile < w.num_tiles; ++tile) {
@@ -112,7 +125,6 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
         [&](int half) { return __ldcg(p.v_scales + scales + 8 * half); }, first + row, w.end, scale_log2);
   }
 
-  extern __shared__ float scratch[];
   __shared__ float head_stats[kWarps][2][kGroupRows];
   WarpState<kHeadDim> heads = fp8_states_to_head_rows(st, scratch, head_stats, warp, lane);
   finish_block<kHeadDim>(p, w, heads, scratch, w.group, warp, lane, fragment_row_store<kHeadDim>(heads, lane));

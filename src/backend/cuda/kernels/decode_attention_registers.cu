@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
@@ -76,7 +77,8 @@ __device__ __forceinline__ void load_keys(KeyRegisters<kHeadDim>& regs, const De
 }
 
 // The GQA group's query tile as A fragments in the permuted dim order of S (file comment); padding rows are zero.
-template <int kHeadDim>
+// kShared: group_q is in shared memory (the fused RoPE's stage), else read-only global memory.
+template <int kHeadDim, bool kShared>
 __device__ __forceinline__ void load_permuted_query(uint32_t (&q_frag)[kHeadDim / 16][4], const __nv_bfloat16* group_q,
                                                     int group, int lane) {
   const int g = lane / 4, c = lane % 4;
@@ -85,8 +87,8 @@ __device__ __forceinline__ void load_permuted_query(uint32_t (&q_frag)[kHeadDim 
     const int row = g + 8 * r;
 #pragma unroll
     for (int i = 0; i < kHeadDim / 32; ++i) {
-      const uint4 u = row < group ? __ldg(reinterpret_cast<const uint4*>(group_q + row * kHeadDim + 32 * i + 8 * c))
-                                  : make_uint4(0, 0, 0, 0);
+      const uint4* at = reinterpret_cast<const uint4*>(group_q + row * kHeadDim + 32 * i + 8 * c);
+      const uint4 u = row >= group ? make_uint4(0, 0, 0, 0) : kShared ? *at : __ldg(at);
       q_frag[2 * i][r] = u.x;
       q_frag[2 * i][2 + r] = u.y;
       q_frag[2 * i + 1][r] = u.z;
@@ -132,13 +134,25 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   allow_dependents();
   const BlockWork w = block_work(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  extern __shared__ __align__(16) float scratch[];
+  // The fused RoPE stages the group's query heads in the merge scratch, which is free until the merge.
+  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
+  const bool fused = p.rope.qkv != nullptr;
   KeyRegisters<kHeadDim> regs;
   int first = load_first_keys_then_wait(
       p, w, warp, [&](int from, int limit) { load_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
+      [&] {
+        if (fused) fused_rope<kHeadDim, false>(p, w, q_stage, warp, lane);
+      },
       [&](int from, int current) { load_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
   WarpState<kHeadDim> st;
-  load_permuted_query<kHeadDim>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
+  if (fused) {
+    load_permuted_query<kHeadDim, true>(st.q_frag, q_stage, w.group, lane);
+    __syncthreads();  // every warp has its query before any warp merges into the scratch
+  } else {
+    load_permuted_query<kHeadDim, false>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
+  }
   const float scale_log2 = p.scale * kLog2e;
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     if (tile > 0) {
@@ -148,7 +162,6 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
     if (first < w.end) attend_keys<kHeadDim>(st, regs, first, w.end, scale_log2, lane);
   }
 
-  extern __shared__ float scratch[];
   const int c = lane % 4;
   finish_block<kHeadDim>(p, w, st, scratch, w.group, warp, lane, [&st, c](float* row, int r) {
 #pragma unroll

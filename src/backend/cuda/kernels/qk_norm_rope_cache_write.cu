@@ -1,16 +1,15 @@
-#include <cuda_fp8.h>
-
-#include <type_traits>
-
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
+#include "backend/cuda/kernels/qk_norm_rope.cuh"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 
 namespace qinfer::cuda {
 
 namespace {
+
+using namespace qk_rope;
 
 constexpr int kWarpsPerBlock = 4;
 // From this many tokens on (prefill), a warp handles 8 heads of its token: the 8 loads are in flight together and the
@@ -18,32 +17,6 @@ constexpr int kWarpsPerBlock = 4;
 // a step's few tokens still spread over many warps.
 constexpr int kManyTokens = 256;
 constexpr int kHeadsPerWarpForManyTokens = 8;
-
-// Lane l holds elements [l*E, l*E+E) of a head with E = head_dim/32, so the rotate-half partner of element i
-// (i + head_dim/2) sits in lane l ^ 16.
-template <int kHeadDim>
-using LaneVector = std::conditional_t<kHeadDim == 128, uint2, uint32_t>;  // E bf16 values
-template <int kHeadDim>
-using LaneBytes = std::conditional_t<kHeadDim == 128, uint32_t, uint16_t>;  // E fp8 values
-
-// One (token, KV head) vector into the fp8 cache: the lanes' E values each, the scale by lane 0. The operations of
-// quantize_fp8_e4m3_vector (util/fp8.h): amax, inverse = 448 / amax (IEEE division), e4m3(x * inverse), amax / 448.
-template <int kHeadDim>
-__device__ __forceinline__ void store_fp8_vector(const float (&x)[kHeadDim / 32], uint8_t* destination, float* scale,
-                                                 int lane) {
-  constexpr int kPerLane = kHeadDim / 32;
-  float amax = 0;
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) amax = fmaxf(amax, fabsf(x[i]));
-  amax = warp_max(amax);
-  const float inverse = amax > 0 ? 448.0f / amax : 0.0f;
-  LaneBytes<kHeadDim> stored;
-  auto* bytes = reinterpret_cast<uint8_t*>(&stored);
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) bytes[i] = __nv_cvt_float_to_fp8(x[i] * inverse, __NV_SATFINITE, __NV_E4M3);
-  *reinterpret_cast<LaneBytes<kHeadDim>*>(destination + lane * kPerLane) = stored;
-  if (lane == 0) *scale = amax / 448.0f;
-}
 
 // Warp w handles heads [w' * kHeadsPerWarp, ...) of token w / warps_per_token (w' = w % warps_per_token), over the
 // q, k and v heads of the fused projection.
@@ -69,9 +42,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_
     if (h < heads) loaded[h] = *reinterpret_cast<const Vector*>(source + (first_head + h) * kHeadDim + lane * kPerLane);
 
   float cos_v[kPerLane], sin_v[kPerLane];
-  const float position = static_cast<float>(p.positions[token]);
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) sincosf(position * p.inv_freq[(lane % 16) * kPerLane + i], &sin_v[i], &cos_v[i]);
+  rope_angles<kHeadDim>(p.positions[token], p.inv_freq, lane, cos_v, sin_v);
   const int64_t slot = p.slots[token];
   const int64_t block = slot / p.block_size, offset = slot % p.block_size;
 
@@ -79,32 +50,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_
   for (int h = 0; h < kHeadsPerWarp; ++h) {
     if (h >= heads) break;
     const int head = first_head + h;
-    const __nv_bfloat16* values = reinterpret_cast<const __nv_bfloat16*>(&loaded[h]);
     float x[kPerLane];
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) x[i] = __bfloat162float(values[i]);
+    head_values<kHeadDim>(loaded[h], x);
 
     const bool is_q = head < p.num_heads;
     const bool is_k = !is_q && head < p.num_heads + p.num_kv_heads;
-    if (is_q || is_k) {
-      float sum_squares = 0;
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) sum_squares += x[i] * x[i];
-      const float inv_rms = rsqrtf(warp_sum(sum_squares) / kHeadDim + p.eps);
-      const __nv_bfloat16* norm = (is_q ? p.q_norm : p.k_norm) + lane * kPerLane;
-      // Norm output rounds to bf16 as in HF, before RoPE.
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i)
-        x[i] = __bfloat162float(
-            __float2bfloat16(__bfloat162float(__float2bfloat16(x[i] * inv_rms)) * __bfloat162float(norm[i])));
-      const bool first_half = lane < 16;
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) {
-        const float partner = __shfl_xor_sync(0xffffffffu, x[i], 16);
-        // rotate_half(x) = [-x2, x1]
-        x[i] = first_half ? x[i] * cos_v[i] - partner * sin_v[i] : x[i] * cos_v[i] + partner * sin_v[i];
-      }
-    }
+    if (is_q || is_k) norm_rope<kHeadDim>(x, is_q ? p.q_norm : p.k_norm, p.eps, cos_v, sin_v, lane);
 
     const int kv_head = is_q ? 0 : is_k ? head - p.num_heads : head - p.num_heads - p.num_kv_heads;
     const int64_t kv_vector = (block * p.num_kv_heads + kv_head) * p.block_size + offset;  // (token, KV head)
@@ -113,13 +64,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_
                                  (is_k ? p.k_scales : p.v_scales) + kv_vector, lane);
       continue;
     }
-    __nv_bfloat16* destination = is_q ? p.q_out + (static_cast<int64_t>(token) * p.num_heads + head) * kHeadDim
-                                      : (is_k ? p.k_cache : p.v_cache) + kv_vector * kHeadDim;
-    Vector stored;
-    __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(&stored);
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) out[i] = __float2bfloat16(x[i]);
-    *reinterpret_cast<Vector*>(destination + lane * kPerLane) = stored;
+    store_head_bf16<kHeadDim>(x,
+                              is_q ? p.q_out + (static_cast<int64_t>(token) * p.num_heads + head) * kHeadDim
+                                   : (is_k ? p.k_cache : p.v_cache) + kv_vector * kHeadDim,
+                              lane);
   }
 }
 

@@ -1,0 +1,51 @@
+// The register decode attention kernels' fused QK-norm / RoPE / cache write (DecodeAttentionParams::rope): the work
+// the QK-norm/RoPE kernel would do for the block's decode token, with that kernel's per-head math (qk_norm_rope.cuh).
+#pragma once
+
+#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/qk_norm_rope.cuh"
+
+namespace qinfer::cuda::decode_block {
+
+// The GQA group's query heads of the block's decode token, normalised and rotated, into `q_stage` ([group][kHeadDim]
+// bf16, shared memory); and where the block's split holds the sequence's current token, that token's K (normalised,
+// rotated) and V of the block's KV head into the cache, bf16 or fp8 (kFp8). Ends with a block barrier, after which the
+// block's threads see the cache writes. Every thread of the block calls it.
+template <int kHeadDim, bool kFp8>
+__device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const BlockWork& w, __nv_bfloat16* q_stage,
+                                           int warp, int lane) {
+  using namespace qk_rope;
+  constexpr int kPerLane = kHeadDim / 32;
+  const QkNormRopeCacheWriteParams& r = p.rope;
+  const int token = w.q_row;
+  const __nv_bfloat16* source =
+      r.qkv + static_cast<int64_t>(token) * (r.num_heads + 2 * r.num_kv_heads) * kHeadDim + lane * kPerLane;
+  float cos_v[kPerLane], sin_v[kPerLane];
+  rope_angles<kHeadDim>(r.positions[token], r.inv_freq, lane, cos_v, sin_v);
+  const auto head = [&](int index, float(&x)[kPerLane]) {
+    head_values<kHeadDim>(*reinterpret_cast<const LaneVector<kHeadDim>*>(source + index * kHeadDim), x);
+  };
+  for (int h = warp; h < w.group; h += kWarps) {
+    float x[kPerLane];
+    head(w.kv_head * w.group + h, x);
+    norm_rope<kHeadDim>(x, r.q_norm, r.eps, cos_v, sin_v, lane);
+    store_head_bf16<kHeadDim>(x, q_stage + h * kHeadDim, lane);
+  }
+  const int current = p.context_lens[w.seq] - 1;
+  if (current >= w.begin && current < w.end && warp < 2) {  // warp 0: K, warp 1: V
+    const bool is_k = warp == 0;
+    float x[kPerLane];
+    head(r.num_heads + (is_k ? 0 : r.num_kv_heads) + w.kv_head, x);
+    if (is_k) norm_rope<kHeadDim>(x, r.k_norm, r.eps, cos_v, sin_v, lane);
+    const int64_t slot = r.slots[token];
+    const int64_t kv_vector = (slot / r.block_size * r.num_kv_heads + w.kv_head) * r.block_size + slot % r.block_size;
+    if constexpr (kFp8)
+      store_fp8_vector<kHeadDim>(x, (is_k ? r.k_fp8 : r.v_fp8) + kv_vector * kHeadDim,
+                                 (is_k ? r.k_scales : r.v_scales) + kv_vector, lane);
+    else
+      store_head_bf16<kHeadDim>(x, (is_k ? r.k_cache : r.v_cache) + kv_vector * kHeadDim, lane);
+  }
+  __syncthreads();
+}
+
+}  // namespace qinfer::cuda::decode_block

@@ -34,6 +34,22 @@ bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
+// One path's buffers: its copy of the cache (both dtypes' pools), its q and its output.
+struct Path {
+  DeviceArray<__nv_bfloat16> k, v, q, out;
+  DeviceArray<uint8_t> k8, v8;
+  DeviceArray<float> ks, vs;
+};
+
+// Points the params' fp8 cache (QkNormRopeCacheWriteParams or DecodeAttentionParams) at the path's pools.
+template <typename Params>
+void use_fp8_pools(Params& params, const Path& path) {
+  params.k_fp8 = path.k8.get();
+  params.v_fp8 = path.v8.get();
+  params.k_scales = path.ks.get();
+  params.v_scales = path.vs.get();
+}
+
 class FusedRopeTest : public ::testing::TestWithParam<FusedCase> {};
 
 TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
@@ -93,28 +109,19 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
   DeviceArray<int32_t> dtables(tables), dtable_rows(table_rows), dq_rows(q_rows), dpositions(positions),
       dlens(c.context_lens);
   DeviceArray<int64_t> dslots(slots);
-  struct Path {
-    DeviceArray<__nv_bfloat16> k, v, q, out;
-    DeviceArray<uint8_t> k8, v8;
-    DeviceArray<float> ks, vs;
-  };
   const size_t q_elements = static_cast<size_t>(seqs) * c.num_heads * c.head_dim;
-  Path unfused{DeviceArray<__nv_bfloat16>(k_bf16),
-               DeviceArray<__nv_bfloat16>(v_bf16),
-               DeviceArray<__nv_bfloat16>(q_elements),
-               DeviceArray<__nv_bfloat16>(q_elements),
-               DeviceArray<uint8_t>(k_bytes),
-               DeviceArray<uint8_t>(v_bytes),
-               DeviceArray<float>(scales),
-               DeviceArray<float>(scales)};
-  Path fused{DeviceArray<__nv_bfloat16>(k_bf16),
-             DeviceArray<__nv_bfloat16>(v_bf16),
-             DeviceArray<__nv_bfloat16>(q_elements),
-             DeviceArray<__nv_bfloat16>(q_elements),
-             DeviceArray<uint8_t>(k_bytes),
-             DeviceArray<uint8_t>(v_bytes),
-             DeviceArray<float>(scales),
-             DeviceArray<float>(scales)};
+  // Each path starts from its own copy of the same cache.
+  const auto make_path = [&] {
+    return Path{DeviceArray<__nv_bfloat16>(k_bf16),
+                DeviceArray<__nv_bfloat16>(v_bf16),
+                DeviceArray<__nv_bfloat16>(q_elements),
+                DeviceArray<__nv_bfloat16>(q_elements),
+                DeviceArray<uint8_t>(k_bytes),
+                DeviceArray<uint8_t>(v_bytes),
+                DeviceArray<float>(scales),
+                DeviceArray<float>(scales)};
+  };
+  Path unfused = make_path(), fused = make_path();
 
   const auto rope_params = [&](Path& path) {
     QkNormRopeCacheWriteParams r;
@@ -126,10 +133,7 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     r.inv_freq = dinv_freq.get();
     r.q_out = path.q.get();
     if (c.fp8) {
-      r.k_fp8 = path.k8.get();
-      r.v_fp8 = path.v8.get();
-      r.k_scales = path.ks.get();
-      r.v_scales = path.vs.get();
+      use_fp8_pools(r, path);
     } else {
       r.k_cache = path.k.get();
       r.v_cache = path.v.get();
@@ -151,12 +155,7 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     p.q = path.q.get();
     p.k_cache = path.k.get();
     p.v_cache = path.v.get();
-    if (c.fp8) {
-      p.k_fp8 = path.k8.get();
-      p.v_fp8 = path.v8.get();
-      p.k_scales = path.ks.get();
-      p.v_scales = path.vs.get();
-    }
+    if (c.fp8) use_fp8_pools(p, path);
     p.pool_blocks = num_blocks;
     p.block_tables = dtables.get();
     p.table_rows = dtable_rows.get();

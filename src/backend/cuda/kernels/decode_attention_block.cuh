@@ -83,6 +83,20 @@ __device__ __forceinline__ int load_first_keys_then_wait(const DecodeAttentionPa
   return first;
 }
 
+// The register kernels' tile loop after load_first_keys_then_wait (which loaded tile 0 and returned the warp's
+// `first` key): `load(first)` brings the warp's keys of each later tile, and `attend(first)` runs where the warp has
+// keys before w.end.
+template <typename Load, typename Attend>
+__device__ __forceinline__ void over_warp_keys(const BlockWork& w, int warp, int first, Load load, Attend attend) {
+  for (int tile = 0; tile < w.num_tiles; ++tile) {
+    if (tile > 0) {
+      first = w.begin + tile * kTileTokens + warp * kWarpKeys;
+      load(first);
+    }
+    if (first < w.end) attend(first);
+  }
+}
+
 // Keys per bulk-copy box of the Hopper kernels (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu): block sizes
 // are multiples of 16, so a box never crosses a page.
 constexpr int kBoxTokens = 16;

@@ -28,10 +28,14 @@ struct Fp8KeyRegisters {
   uint32_t v[4][kHeadDim / 32];  // keys 2 (lane % 4) + k % 2 + 8 (k / 2): bytes [(lane / 4) * kHeadDim / 8, + / 8)
 };
 
-// `words` 4-byte words from byte `offset` of `row` (16-byte aligned when kWords >= 4, else 8-byte), through L2 only.
+// `words` 4-byte words from byte `offset` of `row` (16-byte aligned when kWords >= 4, else 8-byte), through L2 only;
+// zeros where `row` is null (a key past the limit).
 template <int kWords>
 __device__ __forceinline__ void load_words(const uint8_t* row, int offset, uint32_t (&words)[kWords]) {
-  if constexpr (kWords == 2) {
+  if (row == nullptr) {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) words[i] = 0;
+  } else if constexpr (kWords == 2) {
     const uint2 v = __ldcg(reinterpret_cast<const uint2*>(row + offset));
     words[0] = v.x;
     words[1] = v.y;
@@ -57,21 +61,14 @@ __device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, c
   for (int half = 0; half < 2; ++half) {
     const int key = first + row + 8 * half;
     if (only >= 0 && key != only) continue;
-    if (key < limit)
-      load_words(p.k_fp8 + cache_vector(p, w, key) * kHeadDim, quad * (kHeadDim / 4), regs.k[half]);
-    else
-#pragma unroll
-      for (int i = 0; i < kHeadDim / 16; ++i) regs.k[half][i] = 0;
+    load_words(key < limit ? p.k_fp8 + cache_vector(p, w, key) * kHeadDim : nullptr, quad * (kHeadDim / 4),
+               regs.k[half]);
   }
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const int key = first + 2 * quad + k % 2 + 8 * (k / 2);
     if (only >= 0 && key != only) continue;
-    if (key < limit)
-      load_words(p.v_fp8 + cache_vector(p, w, key) * kHeadDim, row * (kHeadDim / 8), regs.v[k]);
-    else
-#pragma unroll
-      for (int i = 0; i < kHeadDim / 32; ++i) regs.v[k][i] = 0;
+    load_words(key < limit ? p.v_fp8 + cache_vector(p, w, key) * kHeadDim : nullptr, row * (kHeadDim / 8), regs.v[k]);
   }
 }
 
@@ -87,7 +84,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
   const bool fused = p.rope.qkv != nullptr;
   Fp8KeyRegisters<kHeadDim> regs;
-  int first = load_first_keys_then_wait(
+  const int first = load_first_keys_then_wait(
       p, w, warp, [&](int from, int limit) { load_fp8_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
       [&] {
         if (fused) fused_rope<kHeadDim, true>(p, w, q_stage, warp, lane);
@@ -103,27 +100,24 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
   }
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   const int row = lane / 4;
-  for (int tile = 0; tile < w.num_tiles; ++tile) {
-    if (tile > 0) {
-      first = w.begin + tile * kTileTokens + warp * kWarpKeys;
-      load_fp8_keys<kHeadDim>(regs, p, w, first, w.end, -1, lane);
-    }
-    if (first >= w.end) continue;
-    // The warp's 16 keys lie in one page (block sizes are multiples of 16): their scales are contiguous.
-    const int64_t scales = cache_vector(p, w, first) + row;
-    attend_fp8_keys(
-        st,
-        [&](int half, int first_step, uint32_t(&words)[4]) {
+  over_warp_keys(
+      w, warp, first, [&](int from) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, -1, lane); },
+      [&](int from) {
+        // The warp's 16 keys lie in one page (block sizes are multiples of 16): their scales are contiguous.
+        const int64_t scales = cache_vector(p, w, from) + row;
+        attend_fp8_keys(
+            st,
+            [&](int half, int first_step, uint32_t(&words)[4]) {
 #pragma unroll
-          for (int i = 0; i < 4; ++i) words[i] = regs.k[half][first_step + i];
-        },
-        [&](int k, uint32_t(&words)[kHeadDim / 32]) {
+              for (int i = 0; i < 4; ++i) words[i] = regs.k[half][first_step + i];
+            },
+            [&](int k, uint32_t(&words)[kHeadDim / 32]) {
 #pragma unroll
-          for (int i = 0; i < kHeadDim / 32; ++i) words[i] = regs.v[k][i];
-        },
-        [&](int half) { return __ldcg(p.k_scales + scales + 8 * half); },
-        [&](int half) { return __ldcg(p.v_scales + scales + 8 * half); }, first + row, w.end, scale_log2);
-  }
+              for (int i = 0; i < kHeadDim / 32; ++i) words[i] = regs.v[k][i];
+            },
+            [&](int half) { return __ldcg(p.k_scales + scales + 8 * half); },
+            [&](int half) { return __ldcg(p.v_scales + scales + 8 * half); }, from + row, w.end, scale_log2);
+      });
 
   __shared__ float head_stats[kWarps][2][kGroupRows];
   WarpState<kHeadDim> heads = fp8_states_to_head_rows(st, scratch, head_stats, warp, lane);

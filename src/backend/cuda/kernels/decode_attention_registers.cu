@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
   const bool fused = p.rope.qkv != nullptr;
   KeyRegisters<kHeadDim> regs;
-  int first = load_first_keys_then_wait(
+  const int first = load_first_keys_then_wait(
       p, w, warp, [&](int from, int limit) { load_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
       [&] {
         if (fused) fused_rope<kHeadDim, false>(p, w, q_stage, warp, lane);
@@ -154,13 +154,9 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
     load_permuted_query<kHeadDim, false>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
   }
   const float scale_log2 = p.scale * kLog2e;
-  for (int tile = 0; tile < w.num_tiles; ++tile) {
-    if (tile > 0) {
-      first = w.begin + tile * kTileTokens + warp * kWarpKeys;
-      load_keys<kHeadDim>(regs, p, w, first, w.end, -1, lane);
-    }
-    if (first < w.end) attend_keys<kHeadDim>(st, regs, first, w.end, scale_log2, lane);
-  }
+  over_warp_keys(
+      w, warp, first, [&](int from) { load_keys<kHeadDim>(regs, p, w, from, w.end, -1, lane); },
+      [&](int from) { attend_keys<kHeadDim>(st, regs, from, w.end, scale_log2, lane); });
 
   const int c = lane % 4;
   finish_block<kHeadDim>(p, w, st, scratch, w.group, warp, lane, [&st, c](float* row, int r) {

@@ -18,6 +18,7 @@
 #include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/gemv_mma.h"
 #include "backend/cuda/kernels/kv_dequant_gather.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
@@ -69,8 +70,11 @@ class Bench {
     record("device copy", "2 GiB", t, 2.0 * static_cast<double>(bytes), true);
   }
 
-  // One decode linear layer: GEMV for 1..16 rows and cuBLASLt; weights rotated beyond L2.
-  void linear(const char* name, int n, int k, const std::vector<int>& rows_list) {
+  // One decode linear layer: GEMV and the tensor-core GEMV (its default launch shape, or every shape with
+  // sweep_mma) for 1..16 rows, and cuBLASLt; weights rotated beyond L2. With swiglu the layer is gate_up and each
+  // kernel ends in SwiGLU (cuBLASLt followed by the SwiGLU kernel).
+  void linear(const char* name, int n, int k, const std::vector<int>& rows_list, bool sweep_mma = false,
+              bool swiglu = false) {
     const size_t weight_bytes = static_cast<size_t>(n) * k * 2;
     const int copies = static_cast<int>(std::max<size_t>(2, (size_t{1} << 30) / weight_bytes));
     std::vector<DeviceBuffer> weights;
@@ -84,23 +88,46 @@ class Bench {
       const std::string shape = std::to_string(rows) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" +
                                 std::to_string(k) + " (" + name + ")";
       const double bytes = static_cast<double>(weight_bytes) + 2.0 * rows * (k + n);
+      const auto params = [&](int i) {
+        GemvParams p{x.as<__nv_bfloat16>(),
+                     weights[static_cast<size_t>(i % copies)].as<__nv_bfloat16>(),
+                     y.data(),
+                     false,
+                     rows,
+                     n,
+                     k};
+        p.swiglu = swiglu;
+        return p;
+      };
+      const std::string suffix = swiglu ? " + swiglu" : "";
       if (rows <= kGemvMaxRows) {
-        const double t = time_per_call(
-            [&](int i) {
-              launch_gemv({x.as<__nv_bfloat16>(), weights[static_cast<size_t>(i % copies)].as<__nv_bfloat16>(),
-                           y.data(), false, rows, n, k},
-                          stream_);
-            },
-            20 * copies, stream_);
-        record("gemv", shape, t, bytes, true);
+        const double t = time_per_call([&](int i) { launch_gemv(params(i), stream_); }, 20 * copies, stream_);
+        record("gemv" + suffix, shape, t, bytes, true);
+      }
+      if (gemv_mma_supports(params(0))) {
+        const auto time_mma = [&](GemvMmaShape launch) {
+          return time_per_call([&](int i) { launch_gemv_mma(params(i), launch, stream_); }, 20 * copies, stream_);
+        };
+        if (sweep_mma) {
+          for (const GemvMmaShape launch : {GemvMmaShape{4, 2}, GemvMmaShape{4, 4}, GemvMmaShape{8, 2},
+                                            GemvMmaShape{8, 4}, GemvMmaShape{16, 2}, GemvMmaShape{16, 4}})
+            record(
+                "mma " + std::to_string(launch.warps) + "w " + std::to_string(launch.groups_in_flight) + "f" + suffix,
+                shape, time_mma(launch), bytes, true);
+        } else {
+          record("gemv mma" + suffix, shape, time_mma(gemv_mma_default_shape(n)), bytes, true);
+        }
       }
       const double t = time_per_call(
           [&](int i) {
             gemm_.matmul(x.as<__nv_bfloat16>(), weights[static_cast<size_t>(i % copies)].as<__nv_bfloat16>(), y.data(),
                          false, rows, n, k, stream_);
+            if (swiglu)
+              launch_swiglu({y.as<__nv_bfloat16>(), x.as<__nv_bfloat16>() + static_cast<size_t>(rows) * k, rows, n / 2},
+                            stream_);
           },
           20 * copies, stream_);
-      record("cublasLt", shape, t, bytes, true);
+      record("cublasLt" + suffix, shape, t, bytes, true);
     }
   }
 
@@ -607,6 +634,14 @@ int main(int argc, char** argv) {
     bench.linear("down", 2560, 9728, decode_rows);
     bench.linear("lm_head", 151936, 2560, {1, 16});
     bench.linear("gate_up", 2 * 9728, 2560, {64, 256});
+  }
+  if (only == "gemv_mma") {  // every launch shape of the tensor-core GEMV against GEMV and cuBLASLt
+    const std::vector<int> decode_rows = {1, 2, 3, 4, 8, 16};
+    bench.linear("qkv", 6144, 2560, decode_rows, true);
+    bench.linear("o_proj", 2560, 4096, decode_rows, true);
+    bench.linear("gate_up", 2 * 9728, 2560, decode_rows, true, true);
+    bench.linear("down", 2560, 9728, decode_rows, true);
+    bench.linear("lm_head", 151936, 2560, {1, 2, 16}, false);
   }
   if (wants("gemm")) {
     for (int m : {8192, 1024}) {

@@ -18,6 +18,7 @@
 #include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/gemv_mma.h"
 #include "backend/cuda/kernels/kv_dequant_gather.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
@@ -44,6 +45,19 @@ std::string gib(double bytes) {
 // Measured on the H200 (docs/CUDA_NOTES.md): the GEMV kernel beats cuBLASLt at one row, ties at two and loses from
 // four rows on, where re-reading x from L1 per weight vector dominates.
 constexpr int kGemvRowLimit = 2;
+
+// Two-row linears run on the tensor-core GEMV, which beats both the GEMV and cuBLASLt there (run 46: B=2 decode
+// -12.5 %). From three rows on it loses to cuBLASLt end to end (runs 45-46), so those stay on cuBLASLt.
+bool runs_on_mma_gemv(const cuda::GemvParams& params) {
+  return params.num_rows == 2 && cuda::gemv_mma_supports(params);
+}
+
+void launch_decode_linear(const cuda::GemvParams& params, cudaStream_t stream) {
+  if (runs_on_mma_gemv(params))
+    cuda::launch_gemv_mma(params, cuda::gemv_mma_default_shape(params.n), stream);
+  else
+    cuda::launch_gemv(params, stream);
+}
 
 // Device addresses of one step's metadata (see BatchPlan).
 struct DeviceBatch {
@@ -274,7 +288,7 @@ void CudaBackend::warm_up_gemms() {
 void CudaBackend::linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32) {
   if (rows == 0) return;
   if (rows <= kGemvRowLimit) {
-    cuda::launch_gemv({x, weight, y, y_fp32, rows, n, k}, stream_);
+    launch_decode_linear({x, weight, y, y_fp32, rows, n, k}, stream_);
   } else {
     gemm_->matmul(x, weight, y, y_fp32, rows, n, k, stream_);
   }
@@ -455,7 +469,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
     if (tokens <= kGemvRowLimit) {  // SwiGLU in the GEMV's epilogue: one kernel less per layer
       cuda::GemvParams gate_up{w.normed.as<bf16>(), lw.gate_up, w.activation.data(), false, tokens, 2 * inter, hidden};
       gate_up.swiglu = true;
-      cuda::launch_gemv(gate_up, stream_);
+      launch_decode_linear(gate_up, stream_);
     } else {
       linear(w.normed.as<bf16>(), tokens, lw.gate_up, 2 * inter, hidden, w.gate_up.data());
       cuda::launch_swiglu({w.gate_up.as<bf16>(), w.activation.as<bf16>(), tokens, inter}, stream_);

@@ -81,4 +81,29 @@ double relative_error(const std::vector<T>& out, const std::vector<double>& ref)
   return std::sqrt(diff / std::max(norm, 1e-30));
 }
 
+// y[m, n] = sum_k x[m, k] * w[n, k] in float64.
+inline std::vector<double> reference_linear(const std::vector<double>& x, const std::vector<double>& w, int m, int n,
+                                            int k) {
+  std::vector<double> y(static_cast<size_t>(m) * n);
+  for (int r = 0; r < m; ++r)
+    for (int o = 0; o < n; ++o) {
+      double sum = 0;
+      for (int i = 0; i < k; ++i) sum += x[static_cast<size_t>(r) * k + i] * w[static_cast<size_t>(o) * k + i];
+      y[static_cast<size_t>(r) * n + o] = sum;
+    }
+  return y;
+}
+
+// silu(gate) * up per row of gate_up = [rows, gate (inter) | up (inter)], in float64.
+inline std::vector<double> reference_swiglu(const std::vector<double>& gate_up, int rows, int inter) {
+  std::vector<double> out(static_cast<size_t>(rows) * inter);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < inter; ++i) {
+      const double g = gate_up[static_cast<size_t>(r) * 2 * inter + i];
+      const double u = gate_up[static_cast<size_t>(r) * 2 * inter + inter + i];
+      out[static_cast<size_t>(r) * inter + i] = g / (1 + std::exp(-g)) * u;
+    }
+  return out;
+}
+
 }  // namespace qinfer::cuda::testing

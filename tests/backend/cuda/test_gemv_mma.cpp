@@ -15,11 +15,7 @@
 namespace qinfer::cuda {
 namespace {
 
-using testing::DeviceArray;
-using testing::random_bf16;
-using testing::relative_error;
-using testing::to_double;
-using testing::to_float;
+using namespace testing;  // DeviceArray, random inputs, float64 references, relative_error
 
 constexpr double kBf16Tolerance = 1e-2;
 
@@ -28,17 +24,6 @@ const GemvMmaShape kShapes[] = {{4, 2}, {4, 4}, {8, 2}, {8, 4}, {16, 2}, {16, 4}
 std::string describe(GemvMmaShape shape, int rows, int n, int k) {
   return std::to_string(shape.warps) + " warps x " + std::to_string(shape.groups_in_flight) + " groups, " +
          std::to_string(rows) + " x " + std::to_string(k) + " * " + std::to_string(n) + " x " + std::to_string(k);
-}
-
-std::vector<double> reference_linear(const std::vector<double>& x, const std::vector<double>& w, int m, int n, int k) {
-  std::vector<double> y(static_cast<size_t>(m) * n);
-  for (int r = 0; r < m; ++r)
-    for (int o = 0; o < n; ++o) {
-      double sum = 0;
-      for (int i = 0; i < k; ++i) sum += x[static_cast<size_t>(r) * k + i] * w[static_cast<size_t>(o) * k + i];
-      y[static_cast<size_t>(r) * n + o] = sum;
-    }
-  return y;
 }
 
 struct Case {
@@ -100,14 +85,7 @@ TEST(GemvMma, SwigluMatchesReferenceAndUnfusedPath) {
     std::mt19937 rng(rows * 31 + inter);
     const auto x = random_bf16(static_cast<size_t>(rows) * k, rng);
     const auto w = random_bf16(static_cast<size_t>(2 * inter) * k, rng, 2.0f / std::sqrt(static_cast<float>(k)));
-    const auto gu = reference_linear(to_double(x), to_double(w), rows, 2 * inter, k);
-    std::vector<double> ref(static_cast<size_t>(rows) * inter);
-    for (int r = 0; r < rows; ++r)
-      for (int i = 0; i < inter; ++i) {
-        const double g = gu[static_cast<size_t>(r) * 2 * inter + i];
-        const double u = gu[static_cast<size_t>(r) * 2 * inter + inter + i];
-        ref[static_cast<size_t>(r) * inter + i] = g / (1 + std::exp(-g)) * u;
-      }
+    const auto ref = reference_swiglu(reference_linear(to_double(x), to_double(w), rows, 2 * inter, k), rows, inter);
     DeviceArray<__nv_bfloat16> dx(x), dw(w);
     for (const GemvMmaShape shape : kShapes) {
       DeviceArray<__nv_bfloat16> gate_up(static_cast<size_t>(rows) * 2 * inter),

@@ -21,21 +21,12 @@ namespace {
 
 using testing::DeviceArray;
 using testing::random_bf16;
+using testing::reference_linear;
+using testing::reference_swiglu;
 using testing::relative_error;
 using testing::to_double;
 
 constexpr double kBf16Tolerance = 1e-2;
-
-std::vector<double> reference_linear(const std::vector<double>& x, const std::vector<double>& w, int m, int n, int k) {
-  std::vector<double> y(static_cast<size_t>(m) * n);
-  for (int r = 0; r < m; ++r)
-    for (int o = 0; o < n; ++o) {
-      double sum = 0;
-      for (int i = 0; i < k; ++i) sum += x[static_cast<size_t>(r) * k + i] * w[static_cast<size_t>(o) * k + i];
-      y[static_cast<size_t>(r) * n + o] = sum;
-    }
-  return y;
-}
 
 struct LinearShape {
   int m, n, k;
@@ -189,13 +180,7 @@ TEST(Swiglu, MatchesReference) {
   std::mt19937 rng(3);
   const int tokens = 5, inter = 9728;
   const auto gate_up = random_bf16(static_cast<size_t>(tokens) * 2 * inter, rng, 4.0f);
-  std::vector<double> ref(static_cast<size_t>(tokens) * inter);
-  for (int t = 0; t < tokens; ++t)
-    for (int i = 0; i < inter; ++i) {
-      const double g = testing::to_float(gate_up[static_cast<size_t>(t) * 2 * inter + i]);
-      const double u = testing::to_float(gate_up[static_cast<size_t>(t) * 2 * inter + inter + i]);
-      ref[static_cast<size_t>(t) * inter + i] = g / (1 + std::exp(-g)) * u;
-    }
+  const auto ref = reference_swiglu(to_double(gate_up), tokens, inter);
   DeviceArray<__nv_bfloat16> dgu(gate_up), out(ref.size());
   launch_swiglu({dgu.get(), out.get(), tokens, inter}, nullptr);
   EXPECT_LT(relative_error(out.download(), ref), kBf16Tolerance);
@@ -218,14 +203,7 @@ TEST(GemvSwiglu, MatchesReferenceAndUnfusedPath) {
     linear.swiglu = true;
     launch_gemv(linear, nullptr);
 
-    const auto gu = reference_linear(to_double(x), to_double(w), rows, 2 * inter, k);
-    std::vector<double> ref(static_cast<size_t>(rows) * inter);
-    for (int r = 0; r < rows; ++r)
-      for (int i = 0; i < inter; ++i) {
-        const double g = gu[static_cast<size_t>(r) * 2 * inter + i];
-        const double u = gu[static_cast<size_t>(r) * 2 * inter + inter + i];
-        ref[static_cast<size_t>(r) * inter + i] = g / (1 + std::exp(-g)) * u;
-      }
+    const auto ref = reference_swiglu(reference_linear(to_double(x), to_double(w), rows, 2 * inter, k), rows, inter);
     const auto got = fused.download();
     EXPECT_LT(relative_error(got, ref), kBf16Tolerance) << rows << " x " << inter;
     const auto want = unfused.download();

@@ -64,9 +64,9 @@ __global__ void __launch_bounds__(kWarps * 32, 1024 / (kWarps * 32)) gemv_mma_ke
   float acc[kTiles][4] = {};
   for (int first = warp; first < groups; first += kInFlight * kWarps) {
     if (first != warp) load_weights(first);
-      // One x tile at a time: its 16-byte loads hit L1/L2 and are few, the weights' registers are what must stay.
 #pragma unroll
     for (int tile = 0; tile < kTiles; ++tile) {
+      // One x tile at a time (its 16-byte loads hit L1/L2 and are few): the weights' registers are what must stay.
       const int m = tile * kRowsPerTile + g;
       const __nv_bfloat16* x_row = p.x + static_cast<int64_t>(min(m, p.num_rows - 1)) * p.k + 8 * t;
       uint4 x[kInFlight];

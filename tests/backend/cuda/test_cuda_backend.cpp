@@ -147,6 +147,27 @@ TEST_P(CudaBackendParityTest, PrefillChunksAndDecodeMatchCpu) {
   }
 }
 
+// Decode steps of exactly two and exactly one token: every linear on the 2-row tensor-core GEMV, then on the 1-row
+// GEMV, with the q/k norm, RoPE and KV write inside the register decode attention.
+TEST_P(CudaBackendParityTest, TwoThenOneSequenceDecodeMatchCpu) {
+  const auto a = prompt(21, 4), b = prompt(50, 5);
+  const std::vector<int32_t> table_a = {0, 1, 2}, table_b = {3, 4, 5, 6};
+  Batch prefill;
+  prefill.token_ids = concat({a, b});
+  prefill.sequences = {sequence(21, 0, table_a), sequence(50, 0, table_b)};
+  expect_same_logits(prefill, "prefill of two");
+  for (int i = 0; i < 3; ++i) {
+    Batch two;
+    two.token_ids = {300 + i, 700 + i};
+    two.sequences = {sequence(1, 21 + i, table_a), sequence(1, 50 + i, table_b)};
+    expect_same_logits(two, "decode of two, step " + std::to_string(i));
+  }
+  Batch one;
+  one.token_ids = {900};
+  one.sequences = {sequence(1, 24, table_a)};
+  expect_same_logits(one, "decode of one");
+}
+
 // Six sequences decode in one batch: above the small-batch limit of the decode attention, so on Hopper the backend
 // takes the bulk-copy kernel, whose tensor maps are bounded by the pool size. Their blocks are the last ones of the
 // pool, where a wrong bound would read zeros instead of the cached K/V.

@@ -1,11 +1,12 @@
 // Batch invariance checked on the GPU (issue #5): the engine over the CUDA backend on the tiny test model, each
 // request's greedy output batched with others (prefix-cache hits, chunked prefill, forced preemption) against the
-// same request served alone. Bit-for-bit equality is not a property of the CUDA backend: the GEMV (1-2 rows), the
-// cuBLASLt algorithm of each bucket of rows and the decode-attention split plan all depend on the batch, so logits
-// move by bf16 rounding. What must hold: the same token at every step, except that a rounding-sized difference may flip
-// a near tie (the solo run's top-2 margin below a stated tie margin), after which the continuations differ and are not
-// compared; and the chosen tokens' logprobs equal within a stated tolerance up to there. A broken batch (a wrong block,
-// a stale KV row, a mixed-up sequence) shows as O(1) logprob differences at clear margins.
+// same request served alone. Bit-for-bit equality is not a property of the CUDA backend: the GEMV (1 row), the
+// tensor-core GEMV (2 rows), the cuBLASLt algorithm of each bucket of rows and the decode-attention split plan all
+// depend on the batch, so logits move by bf16 rounding. What must hold: the same token at every step, except that a
+// rounding-sized difference may flip a near tie (the solo run's top-2 margin below a stated tie margin), after which
+// the continuations differ and are not compared; and the chosen tokens' logprobs equal within a stated tolerance up to
+// there. A broken batch (a wrong block, a stale KV row, a mixed-up sequence) shows as O(1) logprob differences at
+// clear margins.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -37,6 +37,15 @@ __device__ __forceinline__ float swiglu(float gate, float up) {
   return silu * up;
 }
 
+// SwiGLU of a linear's fp32 gate and up sums: HF's linear outputs are bf16 before the activation reads them.
+__device__ __forceinline__ float swiglu_of_sums(float gate, float up) {
+  return swiglu(__bfloat162float(__float2bfloat16(gate)), __bfloat162float(__float2bfloat16(up)));
+}
+
+// A linear's output element, stored as the output's type.
+__device__ __forceinline__ void store_output(float value, __nv_bfloat16* y) { *y = __float2bfloat16(value); }
+__device__ __forceinline__ void store_output(float value, float* y) { *y = value; }
+
 // Read-only 16-byte load that bypasses L1 allocation: for data streamed once (weights, KV).
 __device__ __forceinline__ uint4 load_streaming(const void* ptr) { return __ldcs(reinterpret_cast<const uint4*>(ptr)); }
 

@@ -11,9 +11,6 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and output row
 
-__device__ __forceinline__ void store_output(float value, __nv_bfloat16* y) { *y = __float2bfloat16(value); }
-__device__ __forceinline__ void store_output(float value, float* y) { *y = value; }
-
 // A block computes kOutputs consecutive outputs for all rows; its 128 threads split k (interleaved 16-byte vectors)
 // and reduce through shuffles and shared memory. The narrow o_proj/down_proj (2560 / 2 = 1280 blocks) fit in one
 // wave on 132 SMs, so their cost is mostly ramp-up and drain: the prefetch before wait_for_producer() shortens it.
@@ -101,10 +98,9 @@ __global__ void __launch_bounds__(kThreads, kOneWave ? 10 : 1) gemv_kernel(GemvP
     for (int index = threadIdx.x; index < p.num_rows * kPairs; index += kThreads) {
       const int m = index / kPairs, j = index % kPairs;
       if (first_output + j >= half) continue;
-      // The linear's outputs are bf16 in HF before the activation reads them.
-      const float gate = __bfloat162float(__float2bfloat16(reduced(m * kOutputs + j)));
-      const float up = __bfloat162float(__float2bfloat16(reduced(m * kOutputs + kPairs + j)));
-      store_output(swiglu(gate, up), static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * half + first_output + j);
+      const float gate = reduced(m * kOutputs + j), up = reduced(m * kOutputs + kPairs + j);
+      store_output(swiglu_of_sums(gate, up),
+                   static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * half + first_output + j);
     }
     return;
   }

@@ -14,9 +14,6 @@ namespace {
 constexpr int kGroupK = 32;  // k per group: one lane's 16 bytes of a weight row feed two m16n8k16 steps
 constexpr int kRowsPerTile = 8;
 
-__device__ __forceinline__ void store_output(float value, __nv_bfloat16* y) { *y = __float2bfloat16(value); }
-__device__ __forceinline__ void store_output(float value, float* y) { *y = value; }
-
 // One 32-k group of one lane as mma.sync operands. k is permuted inside the group, identically for the weights (A)
 // and x (B): lane (g, t) loads elements [8t, 8t + 8) of its rows, and in step s its fragment columns 2t, 2t + 1 are
 // elements 8t + 4s + {0, 1}, columns 2t + 8, 2t + 9 elements 8t + 4s + {2, 3}. The dot products are unchanged, and
@@ -101,10 +98,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1024 / (kWarps * 32)) gemv_mma_ke
       const int l = index % 32, c = index / 32 % 2, tile = index / 64;
       const int m = tile * kRowsPerTile + 2 * (l % 4) + c, j = first_gate + l / 4;
       if (m >= p.num_rows || j >= half) continue;
-      // The linear's outputs are bf16 in HF before the activation reads them.
-      const float gate = __bfloat162float(__float2bfloat16(reduced(tile, c, l)));
-      const float up = __bfloat162float(__float2bfloat16(reduced(tile, 2 + c, l)));
-      store_output(swiglu(gate, up), static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * half + j);
+      const float gate = reduced(tile, c, l), up = reduced(tile, 2 + c, l);
+      store_output(swiglu_of_sums(gate, up), static_cast<OutT*>(p.y) + static_cast<int64_t>(m) * half + j);
     }
     return;
   }

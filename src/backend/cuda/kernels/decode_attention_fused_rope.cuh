@@ -38,7 +38,8 @@ __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const
     head(r.num_heads + (is_k ? 0 : r.num_kv_heads) + w.kv_head, x);
     if (is_k) norm_rope<kHeadDim>(x, r.k_norm, r.eps, cos_v, sin_v, lane);
     const int64_t slot = r.slots[token];
-    const int64_t kv_vector = (slot / r.block_size * r.num_kv_heads + w.kv_head) * r.block_size + slot % r.block_size;
+    const int64_t kv_vector =
+        slot_vector(slot / r.block_size, slot % r.block_size, w.kv_head, r.num_kv_heads, r.block_size);
     if constexpr (kFp8)
       store_fp8_vector<kHeadDim>(x, (is_k ? r.k_fp8 : r.v_fp8) + kv_vector * kHeadDim,
                                  (is_k ? r.k_scales : r.v_scales) + kv_vector, lane);

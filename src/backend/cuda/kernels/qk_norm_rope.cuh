@@ -19,6 +19,13 @@ using LaneVector = std::conditional_t<kHeadDim == 128, uint2, uint32_t>;  // E b
 template <int kHeadDim>
 using LaneBytes = std::conditional_t<kHeadDim == 128, uint32_t, uint16_t>;  // E fp8 values
 
+// The (token, KV head) vector of the cache slot (block, offset) in a pool viewed as [num_blocks * num_kv_heads *
+// block_size] vectors (K/V pools of head_dim elements, fp8 scale pools of one).
+__device__ __forceinline__ int64_t slot_vector(int64_t block, int64_t offset, int kv_head, int num_kv_heads,
+                                               int block_size) {
+  return (block * num_kv_heads + kv_head) * block_size + offset;
+}
+
 // cos / sin of the lane's rotation angles at `position`.
 template <int kHeadDim>
 __device__ __forceinline__ void rope_angles(int position, const float* inv_freq, int lane,

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_
     if (is_q || is_k) norm_rope<kHeadDim>(x, is_q ? p.q_norm : p.k_norm, p.eps, cos_v, sin_v, lane);
 
     const int kv_head = is_q ? 0 : is_k ? head - p.num_heads : head - p.num_heads - p.num_kv_heads;
-    const int64_t kv_vector = (block * p.num_kv_heads + kv_head) * p.block_size + offset;  // (token, KV head)
+    const int64_t kv_vector = slot_vector(block, offset, kv_head, p.num_kv_heads, p.block_size);
     if (kFp8 && !is_q) {
       store_fp8_vector<kHeadDim>(x, (is_k ? p.k_fp8 : p.v_fp8) + kv_vector * kHeadDim,
                                  (is_k ? p.k_scales : p.v_scales) + kv_vector, lane);

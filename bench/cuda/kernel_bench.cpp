@@ -84,6 +84,8 @@ class Bench {
     }
     DeviceBuffer x(static_cast<size_t>(256) * k * 2, "bench x"), y(static_cast<size_t>(256) * n * 4, "bench y");
     fill_random_bf16(x.as<__nv_bfloat16>(), static_cast<size_t>(256) * k, 7, 1.0f, stream_);
+    // With swiglu: the SwiGLU kernel's output after cuBLASLt, [rows, n / 2] bf16.
+    DeviceBuffer activation(swiglu ? static_cast<size_t>(256) * n : 1, "bench activation");
     for (int rows : rows_list) {
       const std::string shape = std::to_string(rows) + "x" + std::to_string(k) + " * " + std::to_string(n) + "x" +
                                 std::to_string(k) + " (" + name + ")";
@@ -122,9 +124,7 @@ class Bench {
           [&](int i) {
             gemm_.matmul(x.as<__nv_bfloat16>(), weights[static_cast<size_t>(i % copies)].as<__nv_bfloat16>(), y.data(),
                          false, rows, n, k, stream_);
-            if (swiglu)
-              launch_swiglu({y.as<__nv_bfloat16>(), x.as<__nv_bfloat16>() + static_cast<size_t>(rows) * k, rows, n / 2},
-                            stream_);
+            if (swiglu) launch_swiglu({y.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), rows, n / 2}, stream_);
           },
           20 * copies, stream_);
       record("cublasLt" + suffix, shape, t, bytes, true);

@@ -548,25 +548,30 @@ class Bench {
     record("qk norm+rope+kv", "1 token", t_rope, kQkvWidth * 4.0, true);
   }
 
-  // GPU sampling of `rows` rows of 151936 logits with the given parameters (bytes: one read of the logits).
-  void sampling(const char* name, int rows, float temperature, int top_k, float top_p) {
+  // GPU sampling of `rows` rows of 151936 logits with the given parameters (bytes: one read of the logits). Each row
+  // gets `history` distinct penalised tokens (spread over the vocabulary, every third one also in the output).
+  void sampling(const char* name, int rows, const DeviceSamplingParams& params, int history = 0) {
     constexpr int kVocab = 151936;
     const size_t elements = static_cast<size_t>(rows) * kVocab;
+    std::vector<PenaltyEntry> entries;
+    std::vector<DeviceSamplingParams> all(static_cast<size_t>(rows), params);
+    for (int r = 0; r < rows; ++r) {
+      all[r].penalty_begin = static_cast<int32_t>(entries.size());
+      for (int i = 0; i < history; ++i) entries.push_back({(r * 131 + i * 7919) % kVocab, i % 3 == 0 ? 1 + i % 4 : 0});
+      all[r].penalty_end = static_cast<int32_t>(entries.size());
+      all[r].step = static_cast<uint64_t>(r);
+    }
+    if (entries.empty()) entries.push_back({});
     DeviceBuffer logits(elements * 4, "bench"), work(elements * 4, "bench"), probs(elements * 4, "bench"),
-        results(rows * sizeof(SampledToken), "bench"), penalties(sizeof(PenaltyEntry), "bench"),
+        results(rows * sizeof(SampledToken), "bench"),
         stats(static_cast<size_t>(rows * sampling_chunks(kVocab)) * sizeof(LogitsChunkStats), "bench");
     fill_random_f32(logits.as<float>(), elements, 7, 8.0f, stream_);
-    DeviceSamplingParams params;
-    params.temperature = temperature;
-    params.top_k = top_k;
-    params.top_p = top_p;
-    const std::vector<DeviceSamplingParams> all(static_cast<size_t>(rows), params);
-    const DeviceBuffer dparams = device_copy(all);
+    const DeviceBuffer dparams = device_copy(all), dentries = device_copy(entries);
     SamplingKernelParams p{logits.as<float>(),
                            work.as<float>(),
                            probs.as<float>(),
                            dparams.as<DeviceSamplingParams>(),
-                           penalties.as<PenaltyEntry>(),
+                           dentries.as<PenaltyEntry>(),
                            results.as<SampledToken>(),
                            rows,
                            kVocab,
@@ -621,6 +626,7 @@ class Bench {
 // break one step down by kernel, the latter after timing every decode linear at 8, 64 and 128 rows (GEMV where it
 // applies, cuBLASLt).
 int main(int argc, char** argv) {
+  using qinfer::cuda::DeviceSamplingParams;
   using qinfer::cuda::bench::Bench;
   const std::string only = argc > 1 ? argv[1] : "";
   const auto wants = [&](const char* group) { return only.empty() || only == group; };
@@ -691,10 +697,26 @@ int main(int argc, char** argv) {
     bench.layer_breakdown(sequences, context);
   }
   if (wants("sampling")) {
-    bench.sampling("greedy", 1, 0.0f, 0, 1.0f);
-    bench.sampling("T 0.7, top-k 20, top-p 0.8", 1, 0.7f, 20, 0.8f);
-    bench.sampling("T 1, top-p 0.9", 1, 1.0f, 0, 0.9f);
-    bench.sampling("greedy", 64, 0.0f, 0, 1.0f);
+    const auto params = [](float temperature, int top_k, float top_p) {
+      DeviceSamplingParams p;
+      p.temperature = temperature;
+      p.top_k = top_k;
+      p.top_p = top_p;
+      return p;
+    };
+    const DeviceSamplingParams greedy = params(0.0f, 0, 1.0f), model_card = params(0.7f, 20, 0.8f);
+    DeviceSamplingParams presence = model_card, repetition = model_card, logprobs = greedy;
+    presence.presence_penalty = 1.5f;  // the model card's advice against endless repetition
+    repetition.repetition_penalty = 1.05f;
+    logprobs.num_top_logprobs = 5;
+    for (int rows : {1, 64}) {
+      bench.sampling("greedy", rows, greedy);
+      bench.sampling("T 0.7, top-k 20, top-p 0.8", rows, model_card);
+      bench.sampling("T 1, top-p 0.9", rows, params(1.0f, 0, 0.9f));
+      bench.sampling("model card + presence 1.5, 512 history", rows, presence, 512);
+      bench.sampling("model card + repetition 1.05, 4096 history", rows, repetition, 4096);
+      bench.sampling("greedy, 5 top logprobs", rows, logprobs);
+    }
   }
   bench.summary();
   return 0;

@@ -1,7 +1,7 @@
 // qinfer bench: `bench` is a parent command. `latency` (here) runs fixed-shape batches through the backend (prefill,
-// then greedy decode) and reports speed against the measured H200 copy bandwidth; `throughput` (cmd_bench_throughput
-// .cpp) runs requests through the engine; `serve` (cmd_bench_serve.cpp) loads a running server over HTTP. Further
-// subcommands register on the `bench` sub-app in register_bench().
+// then decode, greedy unless sampling flags are given) and reports speed against the measured H200 copy bandwidth;
+// `throughput` (cmd_bench_throughput .cpp) runs requests through the engine; `serve` (cmd_bench_serve.cpp) loads a
+// running server over HTTP. Further subcommands register on the `bench` sub-app in register_bench().
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "cli/bench_throughput.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "cli/sampling_flags.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -30,6 +31,7 @@ struct LatencyFlags {
   int batch = 1;
   int input_len = 512;
   int output_len = 128;
+  SamplingFlags sampling;
   bool json = false;
 };
 
@@ -54,8 +56,8 @@ struct LatencyRun {
 
 class LatencyBench {
  public:
-  LatencyBench(Backend& backend, const LatencyFlags& f, const BackendOptions& options)
-      : backend_(backend), f_(f), options_(options) {
+  LatencyBench(Backend& backend, const LatencyFlags& f, const BackendOptions& options, const SamplingParams& sampling)
+      : backend_(backend), f_(f), options_(options), sampling_(sampling) {
     const int block_size = backend.kv_cache().block_size;
     const int blocks_per_sequence = (f.input_len + f.output_len + block_size - 1) / block_size;
     if (static_cast<int64_t>(blocks_per_sequence) * f.batch > backend.kv_cache().num_blocks)
@@ -70,11 +72,13 @@ class LatencyBench {
       for (int b = 0; b < blocks_per_sequence; ++b) table[static_cast<size_t>(b)] = s * blocks_per_sequence + b;
       tables_.push_back(std::move(table));
     }
+    outputs_.resize(static_cast<size_t>(f.batch));
   }
 
   // Prefill of every prompt in batches of at most max_num_batched_tokens, then output_len - 1 decode steps.
   LatencyRun run(int input_len, int output_len) {
     LatencyRun result;
+    for (auto& output : outputs_) output.clear();
     std::vector<int32_t> last_tokens(static_cast<size_t>(f_.batch));
     std::vector<int> prefilled(static_cast<size_t>(f_.batch), 0);
     const auto start = Clock::now();
@@ -99,6 +103,7 @@ class LatencyBench {
         prefilled[static_cast<size_t>(s)] += batch.sequences[i].num_tokens;
         if (batch.sequences[i].sample) {
           last_tokens[static_cast<size_t>(s)] = sampled[r++].token;
+          outputs_[static_cast<size_t>(s)].push_back(last_tokens[static_cast<size_t>(s)]);
           if (s == 0) result.ttft_seconds = seconds_since(start);
         }
         if (prefilled[static_cast<size_t>(s)] == input_len) next = std::max(next, s + 1);
@@ -113,19 +118,24 @@ class LatencyBench {
       const auto step_start = Clock::now();
       const std::vector<SampleResult> sampled = backend_.step(batch);
       result.decode_step_seconds.push_back(seconds_since(step_start));
-      for (int s = 0; s < f_.batch; ++s) last_tokens[static_cast<size_t>(s)] = sampled[static_cast<size_t>(s)].token;
+      for (int s = 0; s < f_.batch; ++s) {
+        last_tokens[static_cast<size_t>(s)] = sampled[static_cast<size_t>(s)].token;
+        outputs_[static_cast<size_t>(s)].push_back(last_tokens[static_cast<size_t>(s)]);
+      }
     }
     return result;
   }
 
  private:
+  // The prompt of a sequence is its whole prompt even while a prefill chunk runs: only sampled steps read the history.
   BatchSequence sequence(int s, int num_tokens, int num_cached, bool sample, int step) const {
     BatchSequence seq;
     seq.num_tokens = num_tokens;
     seq.num_cached = num_cached;
     seq.block_table = tables_[static_cast<size_t>(s)];
     seq.sample = sample;
-    seq.sampling = &greedy_;
+    seq.sampling = &sampling_;
+    seq.history = {prompts_[static_cast<size_t>(s)], outputs_[static_cast<size_t>(s)]};
     seq.sample_step = static_cast<uint64_t>(step);
     return seq;
   }
@@ -135,20 +145,23 @@ class LatencyBench {
   BackendOptions options_;
   std::vector<std::vector<int32_t>> prompts_;
   std::vector<std::vector<int32_t>> tables_;
-  SamplingParams greedy_{.temperature = 0};
+  std::vector<std::vector<int32_t>> outputs_;  // tokens sampled so far per sequence: the penalties' history
+  SamplingParams sampling_;
 };
 
 void run_latency(const LatencyFlags& f) {
   if (f.batch < 1 || f.input_len < 1 || f.output_len < 1)
     throw Error(ErrorKind::kInvalidArgument, "--batch, --input-len and --output-len must be at least 1");
   auto model = load_model_from_flags(f.model);
+  const SamplingParams greedy{.temperature = 0};
+  const SamplingParams sampling = sampling_params_from_flags(f.sampling, greedy, model->config.vocab_size);
   auto backend = create_backend(model, f.backend);
   const ModelConfig& c = backend->config();
   if (f.input_len + f.output_len > backend->max_model_len())
     throw Error(ErrorKind::kInvalidArgument,
                 "--input-len + --output-len = " + std::to_string(f.input_len + f.output_len) +
                     " exceeds the context of " + std::to_string(backend->max_model_len()));
-  LatencyBench bench(*backend, f, f.backend);
+  LatencyBench bench(*backend, f, f.backend, sampling);
   spdlog::info("bench latency: warm-up");
   bench.run(std::min(f.input_len, 16), std::min(f.output_len, 3));
   spdlog::info("bench latency: batch {}, input {}, output {}", f.batch, f.input_len, f.output_len);
@@ -181,6 +194,15 @@ void run_latency(const LatencyFlags& f) {
                         {"batch", f.batch},
                         {"input_len", f.input_len},
                         {"output_len", f.output_len},
+                        {"sampling",
+                         {{"temperature", sampling.temperature},
+                          {"top_k", sampling.top_k},
+                          {"top_p", sampling.top_p},
+                          {"min_p", sampling.min_p},
+                          {"repetition_penalty", sampling.repetition_penalty},
+                          {"presence_penalty", sampling.presence_penalty},
+                          {"frequency_penalty", sampling.frequency_penalty},
+                          {"top_logprobs", sampling.num_top_logprobs}}},
                         {"prefill_seconds", run.prefill_seconds},
                         {"prefill_tokens_per_second", prefill_tokens / run.prefill_seconds},
                         {"ttft_seconds", run.ttft_seconds},
@@ -198,6 +220,12 @@ void run_latency(const LatencyFlags& f) {
   }
   std::printf("qinfer bench latency: %s, KV cache %s, batch %d, input %d, output %d\n", backend->name().c_str(),
               kv_cache_dtype_name(kv.dtype), f.batch, f.input_len, f.output_len);
+  if (!sampling.greedy() || sampling.has_penalties() || sampling.num_top_logprobs > 0)
+    std::printf(
+        "  sampling: temperature %g, top-k %d, top-p %g, min-p %g, penalties repetition %g / presence %g / frequency "
+        "%g, %d top logprobs\n",
+        sampling.temperature, sampling.top_k, sampling.top_p, sampling.min_p, sampling.repetition_penalty,
+        sampling.presence_penalty, sampling.frequency_penalty, sampling.num_top_logprobs);
   std::printf("  prefill: %.0f tokens in %.2f ms = %.1f K tok/s; TTFT %.2f ms\n", prefill_tokens,
               run.prefill_seconds * 1e3, prefill_tokens / run.prefill_seconds / 1e3, run.ttft_seconds * 1e3);
   if (!steps.empty()) {
@@ -218,6 +246,7 @@ void register_bench_latency(CLI::App& bench) {
   cmd->add_option("--batch", f->batch, "Sequences decoded together")->capture_default_str();
   cmd->add_option("--input-len", f->input_len, "Prompt tokens per sequence")->capture_default_str();
   cmd->add_option("--output-len", f->output_len, "Generated tokens per sequence")->capture_default_str();
+  add_sampling_flags(*cmd, f->sampling, "greedy: temperature 0, top-k and top-p off");
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_latency(*f); });
 }

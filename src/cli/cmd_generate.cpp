@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
+#include "cli/sampling_flags.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -27,11 +28,7 @@ struct GenerateFlags {
   std::string prompt_ids;
   std::string prompt;
   int max_tokens = 16;
-  std::optional<float> temperature, top_p, min_p;
-  std::optional<int> top_k;
-  float repetition_penalty = 1.0f, presence_penalty = 0.0f, frequency_penalty = 0.0f;
-  uint64_t seed = 0;
-  int logprobs = 0;
+  SamplingFlags sampling;
   bool ignore_eos = false;
   bool json = false;
 };
@@ -75,17 +72,12 @@ void run_generate(const GenerateFlags& f) {
   if (prompt.empty()) throw Error(ErrorKind::kInvalidArgument, "--prompt encodes to no tokens");
   if (f.max_tokens < 1) throw Error(ErrorKind::kInvalidArgument, "--max-tokens must be at least 1");
 
-  SamplingParams sp;
-  sp.temperature = f.temperature.value_or(static_cast<float>(config.generation.temperature));
-  sp.top_p = f.top_p.value_or(static_cast<float>(config.generation.top_p));
-  sp.top_k = f.top_k.value_or(config.generation.top_k);
-  sp.min_p = f.min_p.value_or(static_cast<float>(config.generation.min_p));
-  sp.repetition_penalty = f.repetition_penalty;
-  sp.presence_penalty = f.presence_penalty;
-  sp.frequency_penalty = f.frequency_penalty;
-  sp.seed = f.seed;
-  sp.num_top_logprobs = f.logprobs;
-  if (std::string e = sp.validate(config.vocab_size); !e.empty()) throw Error(ErrorKind::kInvalidArgument, e);
+  SamplingParams model_defaults;
+  model_defaults.temperature = static_cast<float>(config.generation.temperature);
+  model_defaults.top_p = static_cast<float>(config.generation.top_p);
+  model_defaults.top_k = config.generation.top_k;
+  model_defaults.min_p = static_cast<float>(config.generation.min_p);
+  const SamplingParams sp = sampling_params_from_flags(f.sampling, model_defaults, config.vocab_size);
 
   auto backend = create_backend(model, f.backend);
   const int64_t total = static_cast<int64_t>(prompt.size()) + f.max_tokens;
@@ -172,15 +164,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--prompt", f->prompt, "Prompt text (needs the model's tokenizer.json)");
   cmd->add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids");
   cmd->add_option("--max-tokens", f->max_tokens, "Tokens to generate at most")->capture_default_str();
-  cmd->add_option("--temperature", f->temperature, "0 = greedy (default: the model's generation_config)");
-  cmd->add_option("--top-k", f->top_k, "Keep the k most likely tokens (0 = off)");
-  cmd->add_option("--top-p", f->top_p, "Nucleus sampling mass");
-  cmd->add_option("--min-p", f->min_p, "Drop tokens below min_p x the top probability");
-  cmd->add_option("--repetition-penalty", f->repetition_penalty, "HF repetition penalty (1 = off)");
-  cmd->add_option("--presence-penalty", f->presence_penalty, "OpenAI presence penalty");
-  cmd->add_option("--frequency-penalty", f->frequency_penalty, "OpenAI frequency penalty");
-  cmd->add_option("--seed", f->seed, "Sampling seed (same seed, same tokens)")->capture_default_str();
-  cmd->add_option("--logprobs", f->logprobs, "Return the top K logprobs per token")->capture_default_str();
+  add_sampling_flags(*cmd, f->sampling, "the model's generation_config");
   cmd->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at end-of-sequence tokens");
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_generate(*f); });

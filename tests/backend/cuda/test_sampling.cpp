@@ -1,6 +1,9 @@
 // The GPU sampler against the host reference sample_token() on random logits with many ties.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+
 #include "backend/cuda/batch_plan.h"
 #include "backend/cuda/kernels/sampling.h"
 #include "backend/sampling.h"
@@ -15,6 +18,7 @@ struct SamplingCase {
   const char* name;
   SamplingParams params;
   bool flat_logits = false;  // every logit equal: more than 1024 candidates pass the chunk bound of top-k
+  bool penalise_top = false;  // the output history holds each row's 30 largest logits (penalised chunk maxima)
 };
 
 std::vector<SamplingCase> sampling_cases() {
@@ -43,6 +47,12 @@ std::vector<SamplingCase> sampling_cases() {
   SamplingCase greedy_penalty{"greedy_repetition", make(0, 0, 1, 0)};
   greedy_penalty.params.repetition_penalty = 1.5f;
   cases.push_back(greedy_penalty);
+  // Penalties that raise logits (repetition below 1, negative presence) can lift a chunk's maximum.
+  SamplingCase raising{"penalties_raise", make(0.9f, 20, 1, 0)};
+  raising.params.repetition_penalty = 0.8f;
+  raising.params.presence_penalty = -0.5f;
+  raising.params.frequency_penalty = 0.1f;
+  cases.push_back(raising);
   for (auto& c : cases) c.params.num_top_logprobs = 5;
   cases.front().params.num_top_logprobs = 20;
   // Greedy without penalties or top logprobs: the argmax comes from the chunk statistics alone.
@@ -51,6 +61,31 @@ std::vector<SamplingCase> sampling_cases() {
   // Top-p alone over a peaked row (few candidates) and over a flat one (90 % of the vocabulary, ties broken by id).
   cases.push_back({"top_p_peaked", make(0.25f, 0, 0.7f, 0)});
   cases.push_back({"flat_top_p", make(1, 0, 0.9f, 0), true});
+  // Penalised rows without top logprobs: greedy from the chunk statistics, top-k under the penalised chunk bound.
+  SamplingCase greedy_penalised{"greedy_penalised", make(0, 0, 1, 0)};
+  greedy_penalised.params.repetition_penalty = 1.5f;
+  greedy_penalised.params.presence_penalty = 1.0f;
+  cases.push_back(greedy_penalised);
+  SamplingCase presence{"model_card_presence", make(0.7f, 20, 0.8f, 0)};
+  presence.params.presence_penalty = 1.5f;
+  cases.push_back(presence);
+  SamplingCase top_penalised = presence;
+  top_penalised.name = "top_logits_penalised";
+  top_penalised.params.repetition_penalty = 1.3f;
+  top_penalised.penalise_top = true;
+  cases.push_back(top_penalised);
+  SamplingCase greedy_top_penalised = greedy_penalised;
+  greedy_top_penalised.name = "greedy_top_logits_penalised";
+  greedy_top_penalised.penalise_top = true;
+  cases.push_back(greedy_top_penalised);
+  // More than 1024 candidates under the bounds: top logprobs and penalised top-k fall back to the whole-row passes.
+  SamplingCase flat_logprobs{"flat_top_logprobs", make(0, 0, 1, 0), true};
+  flat_logprobs.params.num_top_logprobs = 5;
+  cases.push_back(flat_logprobs);
+  SamplingCase flat_presence = presence;
+  flat_presence.name = "flat_presence";
+  flat_presence.flat_logits = true;
+  cases.push_back(flat_presence);
   return cases;
 }
 
@@ -71,6 +106,14 @@ TEST(GpuSampling, MatchesHostReference) {
       for (int i = 0; i < 30; ++i) prompts[r].push_back(token(rng));
       for (int i = 0; i < 20; ++i)
         outputs[r].push_back(i % 3 == 0 ? outputs[r].empty() ? 1 : outputs[r][0] : token(rng));
+      if (c.penalise_top) {
+        std::vector<int32_t> ids(vocab);
+        std::iota(ids.begin(), ids.end(), 0);
+        const float* row = logits.data() + static_cast<size_t>(r) * vocab;
+        std::partial_sort(ids.begin(), ids.begin() + 30, ids.end(),
+                          [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+        outputs[r].assign(ids.begin(), ids.begin() + 30);
+      }
       BatchSequence s;
       s.num_tokens = 1;
       s.block_table = block_table;

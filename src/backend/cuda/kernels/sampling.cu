@@ -44,6 +44,27 @@ __device__ __forceinline__ int key_id(uint64_t key) {
   return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key));
 }
 
+__device__ __forceinline__ bool has_active_penalties(const DeviceSamplingParams& sp) {
+  return sp.penalty_end > sp.penalty_begin &&
+         (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f);
+}
+
+// A history token's logit after the penalties, as sample_token() applies them.
+__device__ __forceinline__ float penalised_logit(float x, const PenaltyEntry& entry, const DeviceSamplingParams& sp) {
+  if (sp.repetition_penalty != 1.0f) x = x > 0 ? x / sp.repetition_penalty : x * sp.repetition_penalty;
+  if (entry.output_count > 0 && (sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f))
+    x -= sp.presence_penalty + sp.frequency_penalty * static_cast<float>(entry.output_count);
+  return x;
+}
+
+// Every v with fl(v / t) >= bound = fl(kth / t), t > 0, is >= the returned floor: each rounding is within 2^-24
+// relative while bound is a finite normal number, so the margin of 2^-20 relative covers both. Values below it can
+// skip the division. Without that guarantee (bound zero, subnormal or infinite) there is no floor.
+__device__ __forceinline__ float quotient_floor(float kth, float bound) {
+  if (!isfinite(bound) || !(fabsf(bound) >= FLT_MIN) || !isfinite(kth)) return -INFINITY;
+  return kth - fabsf(kth) * 0x1p-20f - FLT_MIN;
+}
+
 struct SharedScratch {
   double doubles[kWarps];
   float floats[kWarps];
@@ -278,44 +299,102 @@ __device__ int sample_small_top_k(const float* work, int vocab, const DeviceSamp
   return sample_from_top_k_candidates(work, sp, top, s);
 }
 
-// top_k <= number of chunks, no penalties: the k-th largest chunk maximum T bounds the k-th largest logit from below
-// (k chunks each hold a logit >= T), so the logits with x / temperature >= T / temperature (rounding is monotonic)
-// include the top k. One pass gathers them instead of eight radix passes over the row. Returns -1 when more than
-// kThreads logits pass the bound (the caller then takes the radix path).
-__device__ int sample_top_k_within_chunk_bound(const float* logits, float* work, int vocab,
+// Sorts the chunks' keys of `value` descending in s.candidates and returns the n-th largest value (n <= chunks).
+template <typename Value>
+__device__ float nth_largest_chunk_value(const LogitsChunkStats* stats, int chunks, int n, Value&& value,
+                                         SharedScratch& s) {
+  s.candidates[threadIdx.x] =
+      static_cast<int>(threadIdx.x) < chunks ? ~order_key(value(stats[threadIdx.x]), threadIdx.x) : ~0ull;
+  bitonic_sort_ascending(s.candidates);
+  const float nth = value(stats[key_id(~s.candidates[n - 1])]);
+  __syncthreads();  // everyone has read the sorted keys before they are reset
+  if (threadIdx.x == 0) s.count = 0;
+  s.candidates[threadIdx.x] = ~0ull;  // padding sorts last
+  __syncthreads();
+  return nth;
+}
+
+// top_k <= number of chunks: the k-th largest chunk maximum T of the penalised logits bounds the k-th largest of them
+// from below (k chunks each hold one >= T), so the values with x / temperature >= T / temperature (rounding is
+// monotonic) include the top k. One pass over `source` (the raw logits, or the penalised ones in `work`) gathers them
+// instead of eight radix passes over the row. Returns -1 when more than kThreads values pass the bound (the caller
+// then takes the radix path).
+__device__ int sample_top_k_within_chunk_bound(const float* source, float* work, int vocab,
                                                const LogitsChunkStats* stats, int chunks,
                                                const DeviceSamplingParams& sp, float top, SharedScratch& s) {
-  s.candidates[threadIdx.x] =
-      static_cast<int>(threadIdx.x) < chunks ? ~order_key(stats[threadIdx.x].max, threadIdx.x) : ~0ull;
-  bitonic_sort_ascending(s.candidates);
-  const float bound = stats[key_id(~s.candidates[sp.top_k - 1])].max / sp.temperature;
-  __syncthreads();
-  if (threadIdx.x == 0) s.count = 0;
-  s.candidates[threadIdx.x] = ~0ull;
-  __syncthreads();
-  for (int i = threadIdx.x; i < vocab; i += kThreads) {
-    const float x = logits[i] / sp.temperature;
+  const float kth = nth_largest_chunk_value(
+      stats, chunks, sp.top_k, [](const LogitsChunkStats& c) { return c.penalised_max; }, s);
+  const float bound = kth / sp.temperature, floor = quotient_floor(kth, bound);
+  for_each_element(source, nullptr, vocab, [&](int i, float v, float) {
+    if (!(v >= floor)) return;
+    const float x = v / sp.temperature;
     if (x >= bound) {
       const int slot = atomicAdd(&s.count, 1);
       if (slot < kThreads) s.candidates[slot] = ~order_key(x, i);
       work[i] = x;
     }
-  }
+  });
   __syncthreads();
   if (s.count > kThreads) return -1;
   return sample_from_top_k_candidates(work, sp, top, s);
 }
 
-// Grid (chunks, rows): max, sum of exp(x - max) and argmax key of one chunk of one row's raw logits.
+// The n largest raw logits (n <= number of chunks) into result.top_*: the n-th largest chunk maximum bounds them from
+// below, so one pass gathers the candidates. False when more than kThreads logits pass the bound.
+__device__ bool top_logprobs_within_chunk_bound(const float* logits, int vocab, const LogitsChunkStats* stats,
+                                                int chunks, int n, float log_norm, SampledToken& result,
+                                                SharedScratch& s) {
+  const float bound = nth_largest_chunk_value(
+      stats, chunks, n, [](const LogitsChunkStats& c) { return c.max; }, s);
+  for_each_element(logits, nullptr, vocab, [&](int i, float x, float) {
+    if (x >= bound) {
+      const int slot = atomicAdd(&s.count, 1);
+      if (slot < kThreads) s.candidates[slot] = ~order_key(x, i);
+    }
+  });
+  __syncthreads();
+  if (s.count > kThreads) return false;
+  bitonic_sort_ascending(s.candidates);
+  if (static_cast<int>(threadIdx.x) < n) {
+    const int id = key_id(~s.candidates[threadIdx.x]);
+    result.top_tokens[threadIdx.x] = id;
+    result.top_logprobs[threadIdx.x] = logits[id] - log_norm;
+  }
+  return true;
+}
+
+// Grid (chunks, rows): of one chunk of one row, the raw logits' max, sum of exp(x - max) and argmax key, and the
+// penalised logits' max and argmax key. A row with penalties gets its chunk's penalised logits written to `work`.
 __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(SamplingKernelParams p) {
-  __shared__ float maxima[kStatsThreads / 32];
-  __shared__ double sums[kStatsThreads / 32];
-  __shared__ unsigned long long keys[kStatsThreads / 32];
+  constexpr int kStatsWarps = kStatsThreads / 32;
+  __shared__ float maxima[kStatsWarps];
+  __shared__ double sums[kStatsWarps];
+  __shared__ unsigned long long keys[kStatsWarps];
+  __shared__ float penalised[kChunk];
   allow_dependents();
   wait_for_producer();
   const int row = blockIdx.y, begin = blockIdx.x * kChunk, end = min(p.vocab, begin + kChunk);
   const float* logits = p.logits + static_cast<int64_t>(row) * p.vocab;
+  const DeviceSamplingParams sp = p.params[row];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  // Block-wide max and argmax key of every thread's (max, key). A second call must follow a barrier after the first
+  // one's reads.
+  auto block_max_and_key = [&](float local_max, unsigned long long best, float& block_max_out,
+                               unsigned long long& block_best_out) {
+    for (int o = 16; o > 0; o >>= 1) {
+      local_max = fmaxf(local_max, __shfl_xor_sync(0xffffffffu, local_max, o));
+      const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
+      best = other > best ? other : best;
+    }
+    if (lane == 0) maxima[warp] = local_max, keys[warp] = best;
+    __syncthreads();
+    block_max_out = maxima[0];
+    block_best_out = keys[0];
+    for (int w = 1; w < kStatsWarps; ++w) {
+      block_max_out = fmaxf(block_max_out, maxima[w]);
+      block_best_out = keys[w] > block_best_out ? keys[w] : block_best_out;
+    }
+  };
   float local_max = -INFINITY;
   unsigned long long best = 0;
   for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) {
@@ -324,27 +403,39 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
     const unsigned long long key = order_key(x, i);
     best = key > best ? key : best;
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    local_max = fmaxf(local_max, __shfl_xor_sync(0xffffffffu, local_max, o));
-    const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
-    best = other > best ? other : best;
-  }
-  if (lane == 0) maxima[warp] = local_max, keys[warp] = best;
-  __syncthreads();
-  float chunk_max = maxima[0];
-  for (int w = 1; w < kStatsThreads / 32; ++w) chunk_max = fmaxf(chunk_max, maxima[w]);
+  LogitsChunkStats stats;
+  block_max_and_key(local_max, best, stats.max, stats.best);
   double local_sum = 0;
-  for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) local_sum += expf(logits[i] - chunk_max);
+  for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) local_sum += expf(logits[i] - stats.max);
   for (int o = 16; o > 0; o >>= 1) local_sum += __shfl_xor_sync(0xffffffffu, local_sum, o);
   if (lane == 0) sums[warp] = local_sum;
+  stats.penalised_max = stats.max;
+  stats.penalised_best = stats.best;
+  if (has_active_penalties(sp)) {
+    // The row's history entries that fall into this chunk, applied to a shared copy (entries are distinct tokens).
+    for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) penalised[i - begin] = logits[i];
+    __syncthreads();  // also: everyone has read the first block_max_and_key's results
+    for (int e = sp.penalty_begin + threadIdx.x; e < sp.penalty_end; e += kStatsThreads) {
+      const PenaltyEntry entry = p.penalties[e];
+      if (entry.token >= begin && entry.token < end)
+        penalised[entry.token - begin] = penalised_logit(penalised[entry.token - begin], entry, sp);
+    }
+    __syncthreads();
+    float* work = p.work + static_cast<int64_t>(row) * p.vocab;
+    local_max = -INFINITY;
+    best = 0;
+    for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) {
+      const float x = penalised[i - begin];
+      work[i] = x;
+      local_max = fmaxf(local_max, x);
+      const unsigned long long key = order_key(x, i);
+      best = key > best ? key : best;
+    }
+    block_max_and_key(local_max, best, stats.penalised_max, stats.penalised_best);
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
-    LogitsChunkStats stats;
-    stats.max = chunk_max;
-    for (int w = 0; w < kStatsThreads / 32; ++w) {
-      stats.sum_exp += sums[w];
-      stats.best = keys[w] > stats.best ? keys[w] : stats.best;
-    }
+    for (int w = 0; w < kStatsWarps; ++w) stats.sum_exp += sums[w];
     p.chunk_stats[static_cast<int64_t>(row) * gridDim.x + blockIdx.x] = stats;
   }
 }
@@ -357,11 +448,7 @@ __device__ int sample_full_row(const SamplingKernelParams& p, const DeviceSampli
   __syncthreads();
   for (int e = sp.penalty_begin + threadIdx.x; e < sp.penalty_end; e += kThreads) {
     const PenaltyEntry entry = p.penalties[e];
-    float x = work[entry.token];
-    if (sp.repetition_penalty != 1.0f) x = x > 0 ? x / sp.repetition_penalty : x * sp.repetition_penalty;
-    if (entry.output_count > 0 && (sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f))
-      x -= sp.presence_penalty + sp.frequency_penalty * static_cast<float>(entry.output_count);
-    work[entry.token] = x;
+    work[entry.token] = penalised_logit(work[entry.token], entry, sp);
   }
   __syncthreads();
 
@@ -448,51 +535,63 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
   allow_dependents();
   wait_for_producer();
 
-  // Log-softmax normaliser of the raw logits and their argmax, merged from the chunk statistics.
+  // Log-softmax normaliser of the raw logits, and the max and argmax of the penalised ones (the raw ones in rows
+  // without penalties), merged from the chunk statistics.
   const int chunks = chunks_of(p.vocab);
   const LogitsChunkStats* stats = p.chunk_stats + static_cast<int64_t>(row) * chunks;
   float chunk_max = -INFINITY;
   unsigned long long chunk_best = 0;
   for (int c = threadIdx.x; c < chunks; c += kThreads) {
     chunk_max = fmaxf(chunk_max, stats[c].max);
-    chunk_best = stats[c].best > chunk_best ? stats[c].best : chunk_best;
+    chunk_best = stats[c].penalised_best > chunk_best ? stats[c].penalised_best : chunk_best;
   }
   const float max_logit = block_max(chunk_max, shared);
-  const unsigned long long best_raw = block_max_key(chunk_best, shared);
+  const unsigned long long best = block_max_key(chunk_best, shared);
   double chunk_exp = 0;
   for (int c = threadIdx.x; c < chunks; c += kThreads)
     chunk_exp += stats[c].sum_exp * exp(static_cast<double>(stats[c].max - max_logit));
   const float log_norm = max_logit + static_cast<float>(log(block_sum(chunk_exp, shared)));
 
-  const bool penalised = sp.penalty_end > sp.penalty_begin &&
-                         (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f);
-  if (sp.temperature <= 0.0f && !penalised && sp.num_top_logprobs == 0) {
+  if (sp.temperature <= 0.0f && sp.num_top_logprobs == 0) {
     if (threadIdx.x == 0) {
-      const int token = key_id(best_raw);
+      const int token = key_id(best);
       result.token = token;
       result.logprob = logits[token] - log_norm;
     }
     return;
   }
+  const bool bounds_apply = chunks <= kThreads;
   int token = -1;
-  if (sp.temperature > 0.0f && !penalised && sp.top_k > 0 && sp.top_k <= chunks && chunks <= kThreads)
-    token =
-        sample_top_k_within_chunk_bound(logits, work, p.vocab, stats, chunks, sp, max_logit / sp.temperature, shared);
+  if (sp.temperature <= 0.0f)
+    token = key_id(best);
+  else if (bounds_apply && sp.top_k > 0 && sp.top_k <= chunks) {
+    float chunk_penalised_max = -INFINITY;
+    for (int c = threadIdx.x; c < chunks; c += kThreads)
+      chunk_penalised_max = fmaxf(chunk_penalised_max, stats[c].penalised_max);
+    const float top = block_max(chunk_penalised_max, shared) / sp.temperature;
+    token = sample_top_k_within_chunk_bound(has_active_penalties(sp) ? work : logits, work, p.vocab, stats, chunks, sp,
+                                            top, shared);
+  }
   if (token < 0) token = sample_full_row(p, sp, logits, work, probs, shared);
 
-  // Top logprobs of the raw logits: repeated block argmax below the previous key.
-  unsigned long long previous = ~0ull;
-  for (int n = 0; n < sp.num_top_logprobs; ++n) {
-    unsigned long long best = 0;
-    for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
-      const unsigned long long key = order_key(logits[i], i);
-      if (key < previous && key > best) best = key;
-    }
-    previous = block_max_key(best, shared);
-    if (threadIdx.x == 0) {
-      const int id = key_id(previous);
-      result.top_tokens[n] = id;
-      result.top_logprobs[n] = logits[id] - log_norm;
+  // Top logprobs of the raw logits: gathered under the chunk bound, else by repeated block argmax below the previous
+  // key.
+  if (sp.num_top_logprobs > 0 && !(bounds_apply && sp.num_top_logprobs <= chunks &&
+                                   top_logprobs_within_chunk_bound(logits, p.vocab, stats, chunks, sp.num_top_logprobs,
+                                                                   log_norm, result, shared))) {
+    unsigned long long previous = ~0ull;
+    for (int n = 0; n < sp.num_top_logprobs; ++n) {
+      unsigned long long top_key = 0;
+      for (int i = threadIdx.x; i < p.vocab; i += kThreads) {
+        const unsigned long long key = order_key(logits[i], i);
+        if (key < previous && key > top_key) top_key = key;
+      }
+      previous = block_max_key(top_key, shared);
+      if (threadIdx.x == 0) {
+        const int id = key_id(previous);
+        result.top_tokens[n] = id;
+        result.top_logprobs[n] = logits[id] - log_norm;
+      }
     }
   }
   if (threadIdx.x == 0) {

@@ -39,16 +39,19 @@ struct SampledToken {
   float top_logprobs[kMaxTopLogprobs];
 };
 
-// Per-chunk statistics of one row's raw logits, computed by many blocks before the per-row sampling block runs.
+// Per-chunk statistics of one row's logits, computed by many blocks before the per-row sampling block runs: of the
+// raw logits, and of the penalised ones (equal to the raw ones in rows without penalties).
 struct LogitsChunkStats {
-  float max = 0;                // largest logit of the chunk
-  double sum_exp = 0;           // sum of exp(logit - max) over the chunk
-  unsigned long long best = 0;  // argmax as an order key (largest value, lowest id first)
+  float max = 0;                          // largest raw logit of the chunk
+  double sum_exp = 0;                     // sum of exp(logit - max) over the chunk
+  unsigned long long best = 0;            // raw argmax as an order key (largest value, lowest id first)
+  float penalised_max = 0;                // largest logit after penalties
+  unsigned long long penalised_best = 0;  // argmax after penalties, as an order key
 };
 
 struct SamplingKernelParams {
   const float* logits = nullptr;                 // [num_rows, vocab], left unchanged
-  float* work = nullptr;                         // [num_rows, vocab] scratch: processed logits
+  float* work = nullptr;                         // [num_rows, vocab] scratch: penalised, then processed logits
   float* probs = nullptr;                        // [num_rows, vocab] scratch: exp(work - max)
   const DeviceSamplingParams* params = nullptr;  // [num_rows]
   const PenaltyEntry* penalties = nullptr;       // [total entries]
@@ -62,8 +65,9 @@ struct SamplingKernelParams {
 int sampling_chunks(int vocab);
 
 // Two kernels: chunk statistics of every row over many blocks (the log-softmax normaliser and the greedy argmax come
-// from them), then one block per row for what needs the whole row (penalties, top-k/p, the draw, top logprobs).
-// Greedy rows without penalties or top logprobs are done after the first kernel's merge.
+// from them; rows with penalties get their penalised logits in `work`), then one block per row for what needs the
+// whole row (top-k/p, the draw, top logprobs). Greedy rows without top logprobs are done after the first kernel's
+// merge; top-k within the number of chunks and top logprobs gather only the logits that the chunk maxima bound.
 void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream);
 
 }  // namespace qinfer::cuda

@@ -1,27 +1,35 @@
 #include "backend/cuda/batch_plan.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <vector>
 
 namespace qinfer::cuda {
 
 namespace {
 
-// Distinct history tokens with their output counts, in first-seen order.
-void append_penalties(const BatchSequence& s, int vocab, BatchPlan& plan, DeviceSamplingParams& params) {
+// Distinct history tokens with their output counts, in first-seen order. entry_of maps a vocabulary id to its entry in
+// plan.penalties while the row is built (-1: none); it is all -1 again on return, so a plan costs O(history), not
+// O(vocabulary) per row (a hash map per row cost ~60-100 ns per history token, 2-4 ms per step at 64 x 640 tokens).
+void append_penalties(const BatchSequence& s, int vocab, BatchPlan& plan, DeviceSamplingParams& params,
+                      std::vector<int32_t>& entry_of) {
   params.penalty_begin = static_cast<int32_t>(plan.penalties.size());
   if (s.sampling->has_penalties()) {
-    std::unordered_map<int32_t, size_t> index;
+    if (entry_of.empty()) entry_of.assign(static_cast<size_t>(vocab), -1);
     auto visit = [&](int32_t token, bool output) {
       if (token < 0 || token >= vocab) return;  // as the reference: ids outside the vocabulary are ignored
-      auto [it, inserted] = index.try_emplace(token, plan.penalties.size());
-      if (inserted) plan.penalties.push_back({token, 0});
-      if (output) ++plan.penalties[it->second].output_count;
+      int32_t& entry = entry_of[static_cast<size_t>(token)];
+      if (entry < 0) {
+        entry = static_cast<int32_t>(plan.penalties.size());
+        plan.penalties.push_back({token, 0});
+      }
+      if (output) ++plan.penalties[static_cast<size_t>(entry)].output_count;
     };
     // Repetition penalty covers prompt and output; presence/frequency only the output.
     if (s.sampling->repetition_penalty != 1.0f)
       for (int32_t token : s.history.prompt) visit(token, false);
     for (int32_t token : s.history.output) visit(token, true);
+    for (size_t e = static_cast<size_t>(params.penalty_begin); e < plan.penalties.size(); ++e)
+      entry_of[static_cast<size_t>(plan.penalties[e].token)] = -1;
   }
   params.penalty_end = static_cast<int32_t>(plan.penalties.size());
 }
@@ -42,6 +50,11 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
   plan.block_tables.assign(batch.sequences.size() * static_cast<size_t>(plan.block_table_stride), 0);
 
   int token_row = 0;
+  std::vector<int32_t> penalty_entry_of;  // sized to the vocabulary by the first row with penalties
+  size_t history_tokens = 0;              // an upper bound of the entries: one allocation instead of regrowing
+  for (const BatchSequence& s : batch.sequences)
+    if (s.sample && s.sampling->has_penalties()) history_tokens += s.history.prompt.size() + s.history.output.size();
+  plan.penalties.reserve(history_tokens);
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const BatchSequence& s = batch.sequences[i];
     const int row = static_cast<int>(i);
@@ -81,7 +94,7 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
       d.num_top_logprobs = p.num_top_logprobs;
       d.seed = p.seed;
       d.step = s.sample_step;
-      append_penalties(s, vocab, plan, d);
+      append_penalties(s, vocab, plan, d, penalty_entry_of);
       plan.sampling_params.push_back(d);
     }
     token_row += s.num_tokens;

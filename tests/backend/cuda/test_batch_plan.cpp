@@ -61,6 +61,35 @@ TEST(BatchPlan, PenaltyEntriesAreDistinctAndIgnoreOutOfVocabularyIds) {
   EXPECT_EQ(plan.sampling_params[0].penalty_end - plan.sampling_params[0].penalty_begin, 3);
 }
 
+// Each row gets its own entries for the tokens it shares with an earlier row, with its own counts; a row without
+// penalties in between gets none.
+TEST(BatchPlan, PenaltyEntriesArePerRow) {
+  const std::vector<int32_t> table = {0};
+  const std::vector<int32_t> prompt_a = {5, 6}, output_a = {6}, prompt_b = {6, 8}, output_b = {5, 5, 8};
+  SamplingParams penalised, plain;
+  penalised.repetition_penalty = 1.1f;
+  penalised.frequency_penalty = 0.3f;
+  Batch batch;
+  batch.token_ids = {1, 2, 3};
+  batch.sequences = {sequence(1, 3, table, &penalised), sequence(1, 3, table, &plain),
+                     sequence(1, 3, table, &penalised)};
+  batch.sequences[0].history = {prompt_a, output_a};
+  batch.sequences[1].history = {prompt_a, output_a};
+  batch.sequences[2].history = {prompt_b, output_b};
+  const BatchPlan plan = plan_batch(batch, 16, 1000);
+  ASSERT_EQ(plan.sampling_params.size(), 3u);
+  const auto entries = [&](int row) {
+    std::map<int32_t, int32_t> counts;
+    const DeviceSamplingParams& d = plan.sampling_params[static_cast<size_t>(row)];
+    for (int e = d.penalty_begin; e < d.penalty_end; ++e)
+      EXPECT_TRUE(counts.emplace(plan.penalties[e].token, plan.penalties[e].output_count).second) << "row " << row;
+    return counts;
+  };
+  EXPECT_EQ(entries(0), (std::map<int32_t, int32_t>{{5, 0}, {6, 1}}));
+  EXPECT_TRUE(entries(1).empty());
+  EXPECT_EQ(entries(2), (std::map<int32_t, int32_t>{{5, 2}, {6, 0}, {8, 1}}));
+}
+
 TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
   const std::vector<int32_t> table_a = {2, 8}, table_b = {5};
   SamplingParams greedy;

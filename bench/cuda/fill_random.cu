@@ -18,7 +18,18 @@ __global__ void fill_random_kernel(T* data, size_t count, uint64_t seed, float s
   }
 }
 
+__global__ void add_spikes_kernel(float* data, size_t count, size_t stride, float boost) {
+  for (size_t i = (blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) * stride; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x * stride)
+    data[i] += boost;
+}
+
 }  // namespace
+
+void add_spikes_f32(float* data, size_t count, size_t stride, float boost, cudaStream_t stream) {
+  add_spikes_kernel<<<256, 256, 0, stream>>>(data, count, stride, boost);
+  CUDA_CHECK_LAUNCH();
+}
 
 void fill_random_bf16(__nv_bfloat16* data, size_t count, uint64_t seed, float scale, cudaStream_t stream) {
   fill_random_kernel<<<1024, 256, 0, stream>>>(data, count, seed, scale);

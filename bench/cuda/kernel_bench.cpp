@@ -548,9 +548,10 @@ class Bench {
     record("qk norm+rope+kv", "1 token", t_rope, kQkvWidth * 4.0, true);
   }
 
-  // GPU sampling of `rows` rows of 151936 logits with the given parameters (bytes: one read of the logits). Each row
-  // gets `history` distinct penalised tokens (spread over the vocabulary, every third one also in the output).
-  void sampling(const char* name, int rows, const DeviceSamplingParams& params, int history = 0) {
+  // GPU sampling of `rows` rows of 151936 logits with the given parameters (bytes: one read of the logits), uniform in
+  // +-8, with `spikes`: every 997th logit 10 higher. Each row gets `history` distinct penalised tokens (spread over the
+  // vocabulary, every third one also in the output).
+  void sampling(const char* name, int rows, const DeviceSamplingParams& params, int history = 0, bool spikes = false) {
     constexpr int kVocab = 151936;
     const size_t elements = static_cast<size_t>(rows) * kVocab;
     std::vector<PenaltyEntry> entries;
@@ -566,6 +567,7 @@ class Bench {
         results(rows * sizeof(SampledToken), "bench"),
         stats(static_cast<size_t>(rows * sampling_chunks(kVocab)) * sizeof(LogitsChunkStats), "bench");
     fill_random_f32(logits.as<float>(), elements, 7, 8.0f, stream_);
+    if (spikes) add_spikes_f32(logits.as<float>(), elements, 997, 10.0f, stream_);
     const DeviceBuffer dparams = device_copy(all), dentries = device_copy(entries);
     SamplingKernelParams p{logits.as<float>(),
                            work.as<float>(),
@@ -713,6 +715,8 @@ int main(int argc, char** argv) {
       bench.sampling("greedy", rows, greedy);
       bench.sampling("T 0.7, top-k 20, top-p 0.8", rows, model_card);
       bench.sampling("T 1, top-p 0.9", rows, params(1.0f, 0, 0.9f));
+      bench.sampling("T 1, top-p 0.9, spiked logits", rows, params(1.0f, 0, 0.9f), 0, true);
+      bench.sampling("T 0.7, top-k 20, top-p 0.8, spiked logits", rows, model_card, 0, true);
       bench.sampling("model card + presence 1.5, 512 history", rows, presence, 512);
       bench.sampling("model card + repetition 1.05, 4096 history", rows, repetition, 4096);
       bench.sampling("greedy, 5 top logprobs", rows, logprobs);

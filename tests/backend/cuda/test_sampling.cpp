@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "backend/cuda/batch_plan.h"
@@ -17,9 +18,29 @@ using testing::DeviceArray;
 struct SamplingCase {
   const char* name;
   SamplingParams params;
-  bool flat_logits = false;  // every logit equal: more than 1024 candidates pass the chunk bound of top-k
-  bool penalise_top = false;  // the output history holds each row's 30 largest logits (penalised chunk maxima)
+  bool flat_logits = false;    // every logit equal: more than 1024 candidates pass the chunk bound of top-k
+  bool penalise_top = false;   // the output history holds each row's 30 largest logits (penalised chunk maxima)
+  bool nucleus_bound = false;  // most rows must fit the nucleus bound (checked on the host), not only its fallback
 };
+
+// Whether the GPU sampler's nucleus bound serves a row without penalties: the largest chunk maxima (chunks of 1024)
+// reach top_p of the row's mass and at most 1024 processed logits lie at or above the last of them.
+bool nucleus_bound_fits(std::span<const float> logits, const SamplingParams& p) {
+  std::vector<float> x(logits.size()), maxima;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = logits[i] / p.temperature;
+  for (size_t c = 0; c < x.size(); c += 1024)
+    maxima.push_back(*std::max_element(x.begin() + c, x.begin() + std::min(x.size(), c + 1024)));
+  std::sort(maxima.rbegin(), maxima.rend());
+  const float top = maxima.front();
+  double total = 0, mass = 0;
+  for (float v : x) total += std::exp(static_cast<double>(v - top));
+  for (float m : maxima) {
+    mass += std::exp(static_cast<double>(m - top));
+    if (mass >= p.top_p * total * 1.001)
+      return std::count_if(x.begin(), x.end(), [&](float v) { return v >= m; }) <= 1024;
+  }
+  return false;
+}
 
 std::vector<SamplingCase> sampling_cases() {
   auto make = [](float temperature, int top_k, float top_p, float min_p) {
@@ -86,6 +107,15 @@ std::vector<SamplingCase> sampling_cases() {
   flat_presence.name = "flat_presence";
   flat_presence.flat_logits = true;
   cases.push_back(flat_presence);
+  // Top-p alone over peaked rows: the nucleus under the chunk maxima's mass, with min-p, penalties on the largest
+  // logits, and top_k equal to the vocabulary (no cut, as the reference reads it).
+  cases.push_back({"nucleus_min_p", make(0.3f, 0, 0.9f, 0.05f), false, false, true});
+  SamplingCase nucleus_penalised{"nucleus_top_logits_penalised", make(0.3f, -1, 0.8f, 0)};
+  nucleus_penalised.params.presence_penalty = 1.0f;
+  nucleus_penalised.params.repetition_penalty = 1.2f;
+  nucleus_penalised.penalise_top = true;
+  cases.push_back(nucleus_penalised);
+  cases.push_back({"nucleus_top_k_whole_vocabulary", make(0.3f, 151936, 0.95f, 0), false, false, true});
   return cases;
 }
 
@@ -136,8 +166,10 @@ TEST(GpuSampling, MatchesHostReference) {
                            results.get(), rows_per_case, vocab,       stats.get()};
     launch_sampling(p, nullptr);
     const auto got = results.download();
+    int bound_rows = 0;
     for (int r = 0; r < rows_per_case; ++r) {
       const std::span<const float> row(logits.data() + static_cast<size_t>(r) * vocab, vocab);
+      if (c.nucleus_bound && nucleus_bound_fits(row, c.params)) ++bound_rows;
       const SampleResult want = sample_token(row, c.params, batch.sequences[r].history, batch.sequences[r].sample_step);
       EXPECT_EQ(got[r].token, want.token) << c.name << " row " << r;
       EXPECT_NEAR(got[r].logprob, want.logprob, 1e-4) << c.name << " row " << r;
@@ -146,6 +178,9 @@ TEST(GpuSampling, MatchesHostReference) {
         EXPECT_EQ(got[r].top_tokens[n], want.top[n].token) << c.name << " row " << r << " top " << n;
         EXPECT_NEAR(got[r].top_logprobs[n], want.top[n].logprob, 1e-4) << c.name << " row " << r << " top " << n;
       }
+    }
+    if (c.nucleus_bound) {
+      EXPECT_GE(bound_rows, rows_per_case / 2) << c.name << ": the rows miss the nucleus bound";
     }
   }
 }

@@ -49,6 +49,11 @@ __device__ __forceinline__ bool has_active_penalties(const DeviceSamplingParams&
          (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f);
 }
 
+// Top-p without a top-k cut (top_k off, or the whole vocabulary, as sample_token() reads it): the nucleus bound.
+__device__ __forceinline__ bool samples_nucleus_only(const DeviceSamplingParams& sp, int vocab) {
+  return sp.temperature > 0.0f && sp.top_p < 1.0f && (sp.top_k <= 0 || sp.top_k >= vocab);
+}
+
 // A history token's logit after the penalties, as sample_token() applies them.
 __device__ __forceinline__ float penalised_logit(float x, const PenaltyEntry& entry, const DeviceSamplingParams& sp) {
   if (sp.repetition_penalty != 1.0f) x = x > 0 ? x / sp.repetition_penalty : x * sp.repetition_penalty;
@@ -229,21 +234,24 @@ __device__ void bitonic_sort_ascending(unsigned long long* keys) {
   }
 }
 
-// top_k <= kThreads, second half: s.candidates holds ~key of s.count <= kThreads candidates that include the top_k
-// largest processed logits (padding ~0). They are sorted, cut to top_k, and thread 0 then follows sample_token() step
-// by step (double exp, same summation orders), so the draw matches the reference exactly. work[] must hold the
-// processed logit of every candidate.
-__device__ int sample_from_top_k_candidates(const float* work, const DeviceSamplingParams& sp, float top,
-                                            SharedScratch& s) {
+// Second half of the bounded paths: s.candidates holds ~key of s.count <= kThreads candidates that include the top_k
+// largest processed logits, or the top-p nucleus (padding ~0). They are sorted, cut to top_k, and thread 0 then
+// follows sample_token() step by step (double exp, same summation orders), so the draw matches the reference exactly.
+// `row_total` > 0: the nucleus-only path's mass of the whole row (from the chunk statistics, so it matches the
+// reference's sum up to its summation order); else the top-p mass is that of the top_k kept, as the reference sums it.
+// work[] must hold the processed logit of every candidate.
+__device__ int sample_from_candidates(const float* work, const DeviceSamplingParams& sp, float top, double row_total,
+                                      SharedScratch& s) {
   bitonic_sort_ascending(s.candidates);
-  const int k = min(s.count, sp.top_k);
+  const int k = sp.top_k > 0 ? min(s.count, sp.top_k) : s.count;
   __syncthreads();  // everyone has read the count before thread 0 reuses it
   // Top-p prefix in probability order (thread 0), then min-p; survivors re-sorted by id for the inverse CDF.
   if (threadIdx.x == 0) {
     int kept = k;
     if (sp.top_p < 1.0f) {
-      double total = 0;
-      for (int n = 0; n < k; ++n) total += exp(static_cast<double>(work[key_id(~s.candidates[n])] - top));
+      double total = row_total;
+      if (!(row_total > 0))
+        for (int n = 0; n < k; ++n) total += exp(static_cast<double>(work[key_id(~s.candidates[n])] - top));
       double cumulative = 0;
       int n = 0;
       while (n < kept) {
@@ -296,34 +304,39 @@ __device__ int sample_small_top_k(const float* work, int vocab, const DeviceSamp
     const uint64_t key = order_key(work[i], i);
     if (key >= threshold) s.candidates[atomicAdd(&s.count, 1)] = ~key;  // ascending ~key = descending key
   }
-  return sample_from_top_k_candidates(work, sp, top, s);
+  return sample_from_candidates(work, sp, top, 0.0, s);
 }
 
-// Sorts the chunks' keys of `value` descending in s.candidates and returns the n-th largest value (n <= chunks).
+// Sorts the chunks' keys of `value` descending into s.candidates (padding ~0 last).
 template <typename Value>
-__device__ float nth_largest_chunk_value(const LogitsChunkStats* stats, int chunks, int n, Value&& value,
-                                         SharedScratch& s) {
+__device__ void sort_chunks_descending(const LogitsChunkStats* stats, int chunks, Value&& value, SharedScratch& s) {
   s.candidates[threadIdx.x] =
       static_cast<int>(threadIdx.x) < chunks ? ~order_key(value(stats[threadIdx.x]), threadIdx.x) : ~0ull;
   bitonic_sort_ascending(s.candidates);
-  const float nth = value(stats[key_id(~s.candidates[n - 1])]);
-  __syncthreads();  // everyone has read the sorted keys before they are reset
+}
+
+// Empties s.candidates and s.count for a gather, once everyone has read them.
+__device__ void reset_candidates(SharedScratch& s) {
+  __syncthreads();
   if (threadIdx.x == 0) s.count = 0;
   s.candidates[threadIdx.x] = ~0ull;  // padding sorts last
   __syncthreads();
+}
+
+// The n-th largest chunk value (n <= chunks), with s.candidates and s.count emptied for a gather.
+template <typename Value>
+__device__ float nth_largest_chunk_value(const LogitsChunkStats* stats, int chunks, int n, Value&& value,
+                                         SharedScratch& s) {
+  sort_chunks_descending(stats, chunks, value, s);
+  const float nth = value(stats[key_id(~s.candidates[n - 1])]);
+  reset_candidates(s);
   return nth;
 }
 
-// top_k <= number of chunks: the k-th largest chunk maximum T of the penalised logits bounds the k-th largest of them
-// from below (k chunks each hold one >= T), so the values with x / temperature >= T / temperature (rounding is
-// monotonic) include the top k. One pass over `source` (the raw logits, or the penalised ones in `work`) gathers them
-// instead of eight radix passes over the row. Returns -1 when more than kThreads values pass the bound (the caller
-// then takes the radix path).
-__device__ int sample_top_k_within_chunk_bound(const float* source, float* work, int vocab,
-                                               const LogitsChunkStats* stats, int chunks,
-                                               const DeviceSamplingParams& sp, float top, SharedScratch& s) {
-  const float kth = nth_largest_chunk_value(
-      stats, chunks, sp.top_k, [](const LogitsChunkStats& c) { return c.penalised_max; }, s);
+// Gathers into s.candidates the processed logits x = v / temperature >= bound = kth / temperature of `source` (the raw
+// logits, or the penalised ones in `work`), writing x to work[]. False when more than kThreads pass.
+__device__ bool gather_quotients_at_or_above(const float* source, float* work, int vocab, float kth,
+                                             const DeviceSamplingParams& sp, SharedScratch& s) {
   const float bound = kth / sp.temperature, floor = quotient_floor(kth, bound);
   for_each_element(source, nullptr, vocab, [&](int i, float v, float) {
     if (!(v >= floor)) return;
@@ -335,8 +348,50 @@ __device__ int sample_top_k_within_chunk_bound(const float* source, float* work,
     }
   });
   __syncthreads();
-  if (s.count > kThreads) return -1;
-  return sample_from_top_k_candidates(work, sp, top, s);
+  return s.count <= kThreads;
+}
+
+// top_k <= number of chunks: the k-th largest chunk maximum T of the penalised logits bounds the k-th largest of them
+// from below (k chunks each hold one >= T), so the values with x / temperature >= T / temperature (rounding is
+// monotonic) include the top k. One pass over `source` gathers them instead of eight radix passes over the row.
+// Returns -1 when more than kThreads values pass the bound (the caller then takes the radix path).
+__device__ int sample_top_k_within_chunk_bound(const float* source, float* work, int vocab,
+                                               const LogitsChunkStats* stats, int chunks,
+                                               const DeviceSamplingParams& sp, float top, SharedScratch& s) {
+  const float kth = nth_largest_chunk_value(
+      stats, chunks, sp.top_k, [](const LogitsChunkStats& c) { return c.penalised_max; }, s);
+  if (!gather_quotients_at_or_above(source, work, vocab, kth, sp, s)) return -1;
+  return sample_from_candidates(work, sp, top, 0.0, s);
+}
+
+// Top-p without top-k: the row's mass relative to `top` comes from the chunk statistics; the chunk maxima are distinct
+// tokens, so once the largest of them add up to top_p of the row (with a margin for the summation order), every
+// logit of the nucleus is at or above the last of them. One pass gathers those. Returns -1 when the maxima do not
+// reach that mass or more than kThreads values pass (the caller then takes the radix path).
+__device__ int sample_nucleus_within_chunk_bound(const float* source, float* work, int vocab,
+                                                 const LogitsChunkStats* stats, int chunks,
+                                                 const DeviceSamplingParams& sp, float top, SharedScratch& s) {
+  const auto scaled_max = [&](const LogitsChunkStats& c) { return c.penalised_max / sp.temperature; };
+  double part = 0;
+  for (int c = threadIdx.x; c < chunks; c += kThreads)
+    part += stats[c].scaled_sum_exp * exp(static_cast<double>(scaled_max(stats[c]) - top));
+  const double total = block_sum(part, s);
+  sort_chunks_descending(
+      stats, chunks, [](const LogitsChunkStats& c) { return c.penalised_max; }, s);
+  const bool holds_chunk = static_cast<int>(threadIdx.x) < chunks;
+  const double own =
+      holds_chunk ? exp(static_cast<double>(scaled_max(stats[key_id(~s.candidates[threadIdx.x])]) - top)) : 0.0;
+  const double before = block_exclusive_scan(own, s);
+  const double target = static_cast<double>(sp.top_p) * total * (1.0 + 0x1p-20);
+  if (threadIdx.x == 0) s.token = -1;
+  __syncthreads();
+  if (holds_chunk && before < target && before + own >= target) s.token = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  const int last = s.token;
+  const float kth = last >= 0 ? stats[key_id(~s.candidates[last])].penalised_max : 0.0f;
+  reset_candidates(s);
+  if (last < 0 || !gather_quotients_at_or_above(source, work, vocab, kth, sp, s)) return -1;
+  return sample_from_candidates(work, sp, top, total, s);
 }
 
 // The n largest raw logits (n <= number of chunks) into result.top_*: the n-th largest chunk maximum bounds them from
@@ -368,7 +423,7 @@ __device__ bool top_logprobs_within_chunk_bound(const float* logits, int vocab, 
 __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(SamplingKernelParams p) {
   constexpr int kStatsWarps = kStatsThreads / 32;
   __shared__ float maxima[kStatsWarps];
-  __shared__ double sums[kStatsWarps];
+  __shared__ double sums[kStatsWarps], scaled_sums[kStatsWarps];
   __shared__ unsigned long long keys[kStatsWarps];
   __shared__ float penalised[kChunk];
   allow_dependents();
@@ -433,9 +488,25 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
     }
     block_max_and_key(local_max, best, stats.penalised_max, stats.penalised_best);
   }
+  const bool nucleus = samples_nucleus_only(sp, p.vocab);
+  if (nucleus) {
+    // As sample_token() computes a probability: x - top in float, then exp in double (top here the chunk's).
+    const float scaled_max = stats.penalised_max / sp.temperature;
+    const bool penalised_row = has_active_penalties(sp);
+    double local_scaled_sum = 0;
+    for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) {
+      const float v = penalised_row ? penalised[i - begin] : logits[i];
+      local_scaled_sum += exp(static_cast<double>(v / sp.temperature - scaled_max));
+    }
+    for (int o = 16; o > 0; o >>= 1) local_scaled_sum += __shfl_xor_sync(0xffffffffu, local_scaled_sum, o);
+    if (lane == 0) scaled_sums[warp] = local_scaled_sum;
+  }
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int w = 0; w < kStatsWarps; ++w) stats.sum_exp += sums[w];
+    for (int w = 0; w < kStatsWarps; ++w) {
+      stats.sum_exp += sums[w];
+      if (nucleus) stats.scaled_sum_exp += scaled_sums[w];
+    }
     p.chunk_stats[static_cast<int64_t>(row) * gridDim.x + blockIdx.x] = stats;
   }
 }
@@ -564,13 +635,15 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
   int token = -1;
   if (sp.temperature <= 0.0f)
     token = key_id(best);
-  else if (bounds_apply && sp.top_k > 0 && sp.top_k <= chunks) {
+  else if (const bool top_k_bound = sp.top_k > 0 && sp.top_k <= chunks;
+           bounds_apply && (top_k_bound || samples_nucleus_only(sp, p.vocab))) {
     float chunk_penalised_max = -INFINITY;
     for (int c = threadIdx.x; c < chunks; c += kThreads)
       chunk_penalised_max = fmaxf(chunk_penalised_max, stats[c].penalised_max);
     const float top = block_max(chunk_penalised_max, shared) / sp.temperature;
-    token = sample_top_k_within_chunk_bound(has_active_penalties(sp) ? work : logits, work, p.vocab, stats, chunks, sp,
-                                            top, shared);
+    const float* source = has_active_penalties(sp) ? work : logits;
+    token = top_k_bound ? sample_top_k_within_chunk_bound(source, work, p.vocab, stats, chunks, sp, top, shared)
+                        : sample_nucleus_within_chunk_bound(source, work, p.vocab, stats, chunks, sp, top, shared);
   }
   if (token < 0) token = sample_full_row(p, sp, logits, work, probs, shared);
 

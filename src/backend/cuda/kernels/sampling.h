@@ -47,6 +47,7 @@ struct LogitsChunkStats {
   unsigned long long best = 0;            // raw argmax as an order key (largest value, lowest id first)
   float penalised_max = 0;                // largest logit after penalties
   unsigned long long penalised_best = 0;  // argmax after penalties, as an order key
+  double scaled_sum_exp = 0;  // rows sampling top-p alone: sum of exp(x - penalised_max / T) over x = penalised / T
 };
 
 struct SamplingKernelParams {

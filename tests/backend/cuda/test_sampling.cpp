@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "backend/cuda/batch_plan.h"
@@ -21,15 +22,19 @@ struct SamplingCase {
   bool flat_logits = false;    // every logit equal: more than 1024 candidates pass the chunk bound of top-k
   bool penalise_top = false;   // the output history holds each row's 30 largest logits (penalised chunk maxima)
   bool nucleus_bound = false;  // most rows must fit the nucleus bound (checked on the host), not only its fallback
+  bool twin_peaks = false;     // each row's two largest logits, 3 above the rest, share a chunk of the statistics
 };
 
-// Whether the GPU sampler's nucleus bound serves a row without penalties: the largest chunk maxima (chunks of 1024)
-// reach top_p of the row's mass and at most 1024 processed logits lie at or above the last of them.
+// Whether the GPU sampler's nucleus bound serves a row without penalties: the two largest processed logits of every
+// chunk of 1024, largest first, reach top_p of the row's mass, and at most 1024 lie at or above the last one needed.
 bool nucleus_bound_fits(std::span<const float> logits, const SamplingParams& p) {
   std::vector<float> x(logits.size()), maxima;
   for (size_t i = 0; i < x.size(); ++i) x[i] = logits[i] / p.temperature;
-  for (size_t c = 0; c < x.size(); c += 1024)
-    maxima.push_back(*std::max_element(x.begin() + c, x.begin() + std::min(x.size(), c + 1024)));
+  for (size_t c = 0; c < x.size(); c += 1024) {
+    std::vector<float> chunk(x.begin() + c, x.begin() + std::min(x.size(), c + 1024));
+    std::partial_sort(chunk.begin(), chunk.begin() + 2, chunk.end(), std::greater<>());
+    maxima.insert(maxima.end(), chunk.begin(), chunk.begin() + 2);
+  }
   std::sort(maxima.rbegin(), maxima.rend());
   const float top = maxima.front();
   double total = 0, mass = 0;
@@ -116,6 +121,7 @@ std::vector<SamplingCase> sampling_cases() {
   nucleus_penalised.penalise_top = true;
   cases.push_back(nucleus_penalised);
   cases.push_back({"nucleus_top_k_whole_vocabulary", make(0.3f, 151936, 0.95f, 0), false, false, true});
+  cases.push_back({"nucleus_twin_peaks", make(0.3f, 0, 0.9f, 0), false, false, true, true});
   return cases;
 }
 
@@ -129,6 +135,14 @@ TEST(GpuSampling, MatchesHostReference) {
     // Logits rounded to 1/8: many exact ties, which the orders must break by token id.
     std::vector<float> logits(static_cast<size_t>(rows_per_case) * vocab);
     for (auto& x : logits) x = c.flat_logits ? 0.5f : std::round(normal(rng) * 8.0f) / 8.0f;
+    if (c.twin_peaks)
+      for (int r = 0; r < rows_per_case; ++r) {
+        float* row = logits.data() + static_cast<size_t>(r) * vocab;
+        const float peak = *std::max_element(row, row + vocab) + 3.0f;
+        const int first = 1024 * (r + 3) + 100 + r;  // inside one chunk
+        row[first] = peak;
+        row[first + 1 + r] = peak;
+      }
     std::vector<std::vector<int32_t>> prompts(rows_per_case), outputs(rows_per_case);
     std::uniform_int_distribution<int32_t> token(-5, vocab + 5);  // out-of-vocabulary ids are ignored
     Batch batch;

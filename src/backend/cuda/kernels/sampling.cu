@@ -44,6 +44,25 @@ __device__ __forceinline__ int key_id(uint64_t key) {
   return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key));
 }
 
+// The value an order key was made of.
+__device__ __forceinline__ float key_value(uint64_t key) {
+  const uint32_t ordered = static_cast<uint32_t>(key >> 32);
+  return __uint_as_float((ordered & 0x80000000u) ? ordered & 0x7fffffffu : ~ordered);
+}
+
+// The two largest order keys seen (0: none).
+struct TopTwoKeys {
+  unsigned long long first = 0, second = 0;
+  __device__ void add(unsigned long long key) {
+    if (key > first) {
+      second = first;
+      first = key;
+    } else if (key > second) {
+      second = key;
+    }
+  }
+};
+
 __device__ __forceinline__ bool has_active_penalties(const DeviceSamplingParams& sp) {
   return sp.penalty_end > sp.penalty_begin &&
          (sp.repetition_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f);
@@ -364,31 +383,34 @@ __device__ int sample_top_k_within_chunk_bound(const float* source, float* work,
   return sample_from_candidates(work, sp, top, 0.0, s);
 }
 
-// Top-p without top-k: the row's mass relative to `top` comes from the chunk statistics; the chunk maxima are distinct
-// tokens, so once the largest of them add up to top_p of the row (with a margin for the summation order), every
-// logit of the nucleus is at or above the last of them. One pass gathers those. Returns -1 when the maxima do not
-// reach that mass or more than kThreads values pass (the caller then takes the radix path).
+// Top-p without top-k: the row's mass relative to `top` comes from the chunk statistics; the two largest penalised
+// logits of every chunk are distinct tokens, so once the largest of them add up to top_p of the row (with a margin for
+// the summation order), every logit of the nucleus is at or above the last of them. One pass gathers those (two per
+// chunk, so that two outliers in one chunk do not hide one). Returns -1 when they do not reach that mass or more
+// than kThreads values pass (the caller then takes the radix path). Needs 2 * chunks <= kThreads.
 __device__ int sample_nucleus_within_chunk_bound(const float* source, float* work, int vocab,
                                                  const LogitsChunkStats* stats, int chunks,
                                                  const DeviceSamplingParams& sp, float top, SharedScratch& s) {
-  const auto scaled_max = [&](const LogitsChunkStats& c) { return c.penalised_max / sp.temperature; };
   double part = 0;
   for (int c = threadIdx.x; c < chunks; c += kThreads)
-    part += stats[c].scaled_sum_exp * exp(static_cast<double>(scaled_max(stats[c]) - top));
+    part += stats[c].scaled_sum_exp * exp(static_cast<double>(stats[c].penalised_max / sp.temperature - top));
   const double total = block_sum(part, s);
-  sort_chunks_descending(
-      stats, chunks, [](const LogitsChunkStats& c) { return c.penalised_max; }, s);
-  const bool holds_chunk = static_cast<int>(threadIdx.x) < chunks;
-  const double own =
-      holds_chunk ? exp(static_cast<double>(scaled_max(stats[key_id(~s.candidates[threadIdx.x])]) - top)) : 0.0;
+  const int slot = threadIdx.x;
+  const unsigned long long key = slot < chunks       ? stats[slot].penalised_best
+                                 : slot < 2 * chunks ? stats[slot - chunks].penalised_second
+                                                     : 0ull;
+  s.candidates[slot] = ~key;  // no key (0) sorts last
+  bitonic_sort_ascending(s.candidates);
+  const bool holds_key = s.candidates[slot] != ~0ull;
+  const double own = holds_key ? exp(static_cast<double>(key_value(~s.candidates[slot]) / sp.temperature - top)) : 0.0;
   const double before = block_exclusive_scan(own, s);
   const double target = static_cast<double>(sp.top_p) * total * (1.0 + 0x1p-20);
   if (threadIdx.x == 0) s.token = -1;
   __syncthreads();
-  if (holds_chunk && before < target && before + own >= target) s.token = static_cast<int>(threadIdx.x);
+  if (holds_key && before < target && before + own >= target) s.token = slot;
   __syncthreads();
   const int last = s.token;
-  const float kth = last >= 0 ? stats[key_id(~s.candidates[last])].penalised_max : 0.0f;
+  const float kth = last >= 0 ? key_value(~s.candidates[last]) : 0.0f;
   reset_candidates(s);
   if (last < 0 || !gather_quotients_at_or_above(source, work, vocab, kth, sp, s)) return -1;
   return sample_from_candidates(work, sp, top, total, s);
@@ -424,7 +446,7 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
   constexpr int kStatsWarps = kStatsThreads / 32;
   __shared__ float maxima[kStatsWarps];
   __shared__ double sums[kStatsWarps], scaled_sums[kStatsWarps];
-  __shared__ unsigned long long keys[kStatsWarps];
+  __shared__ unsigned long long keys[kStatsWarps], second_keys[kStatsWarps];
   __shared__ float penalised[kChunk];
   allow_dependents();
   wait_for_producer();
@@ -432,44 +454,48 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
   const float* logits = p.logits + static_cast<int64_t>(row) * p.vocab;
   const DeviceSamplingParams sp = p.params[row];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  // Block-wide max and argmax key of every thread's (max, key). A second call must follow a barrier after the first
-  // one's reads.
-  auto block_max_and_key = [&](float local_max, unsigned long long best, float& block_max_out,
-                               unsigned long long& block_best_out) {
+  // Block-wide max and two largest keys of every thread's (max, keys). A second call must follow a barrier after the
+  // first one's reads.
+  auto block_max_and_keys = [&](float local_max, TopTwoKeys top, float& block_max_out, TopTwoKeys& block_top_out) {
     for (int o = 16; o > 0; o >>= 1) {
       local_max = fmaxf(local_max, __shfl_xor_sync(0xffffffffu, local_max, o));
-      const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
-      best = other > best ? other : best;
+      const unsigned long long other_first = __shfl_xor_sync(0xffffffffu, top.first, o);
+      const unsigned long long other_second = __shfl_xor_sync(0xffffffffu, top.second, o);
+      top.add(other_first);
+      top.add(other_second);
     }
-    if (lane == 0) maxima[warp] = local_max, keys[warp] = best;
+    if (lane == 0) maxima[warp] = local_max, keys[warp] = top.first, second_keys[warp] = top.second;
     __syncthreads();
     block_max_out = maxima[0];
-    block_best_out = keys[0];
-    for (int w = 1; w < kStatsWarps; ++w) {
+    block_top_out = TopTwoKeys{};
+    for (int w = 0; w < kStatsWarps; ++w) {
       block_max_out = fmaxf(block_max_out, maxima[w]);
-      block_best_out = keys[w] > block_best_out ? keys[w] : block_best_out;
+      block_top_out.add(keys[w]);
+      block_top_out.add(second_keys[w]);
     }
   };
   float local_max = -INFINITY;
-  unsigned long long best = 0;
+  TopTwoKeys top;
   for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) {
     const float x = logits[i];
     local_max = fmaxf(local_max, x);
-    const unsigned long long key = order_key(x, i);
-    best = key > best ? key : best;
+    top.add(order_key(x, i));
   }
   LogitsChunkStats stats;
-  block_max_and_key(local_max, best, stats.max, stats.best);
+  TopTwoKeys chunk_top;
+  block_max_and_keys(local_max, top, stats.max, chunk_top);
+  stats.best = chunk_top.first;
   double local_sum = 0;
   for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) local_sum += expf(logits[i] - stats.max);
   for (int o = 16; o > 0; o >>= 1) local_sum += __shfl_xor_sync(0xffffffffu, local_sum, o);
   if (lane == 0) sums[warp] = local_sum;
   stats.penalised_max = stats.max;
   stats.penalised_best = stats.best;
+  stats.penalised_second = chunk_top.second;
   if (has_active_penalties(sp)) {
     // The row's history entries that fall into this chunk, applied to a shared copy (entries are distinct tokens).
     for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) penalised[i - begin] = logits[i];
-    __syncthreads();  // also: everyone has read the first block_max_and_key's results
+    __syncthreads();  // also: everyone has read the first block_max_and_keys's results
     for (int e = sp.penalty_begin + threadIdx.x; e < sp.penalty_end; e += kStatsThreads) {
       const PenaltyEntry entry = p.penalties[e];
       if (entry.token >= begin && entry.token < end)
@@ -478,15 +504,16 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
     __syncthreads();
     float* work = p.work + static_cast<int64_t>(row) * p.vocab;
     local_max = -INFINITY;
-    best = 0;
+    top = TopTwoKeys{};
     for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) {
       const float x = penalised[i - begin];
       work[i] = x;
       local_max = fmaxf(local_max, x);
-      const unsigned long long key = order_key(x, i);
-      best = key > best ? key : best;
+      top.add(order_key(x, i));
     }
-    block_max_and_key(local_max, best, stats.penalised_max, stats.penalised_best);
+    block_max_and_keys(local_max, top, stats.penalised_max, chunk_top);
+    stats.penalised_best = chunk_top.first;
+    stats.penalised_second = chunk_top.second;
   }
   const bool nucleus = samples_nucleus_only(sp, p.vocab);
   if (nucleus) {
@@ -636,7 +663,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
   if (sp.temperature <= 0.0f)
     token = key_id(best);
   else if (const bool top_k_bound = sp.top_k > 0 && sp.top_k <= chunks;
-           bounds_apply && (top_k_bound || samples_nucleus_only(sp, p.vocab))) {
+           bounds_apply && (top_k_bound || (samples_nucleus_only(sp, p.vocab) && 2 * chunks <= kThreads))) {
     float chunk_penalised_max = -INFINITY;
     for (int c = threadIdx.x; c < chunks; c += kThreads)
       chunk_penalised_max = fmaxf(chunk_penalised_max, stats[c].penalised_max);

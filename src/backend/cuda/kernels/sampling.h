@@ -42,11 +42,12 @@ struct SampledToken {
 // Per-chunk statistics of one row's logits, computed by many blocks before the per-row sampling block runs: of the
 // raw logits, and of the penalised ones (equal to the raw ones in rows without penalties).
 struct LogitsChunkStats {
-  float max = 0;                          // largest raw logit of the chunk
-  double sum_exp = 0;                     // sum of exp(logit - max) over the chunk
-  unsigned long long best = 0;            // raw argmax as an order key (largest value, lowest id first)
-  float penalised_max = 0;                // largest logit after penalties
-  unsigned long long penalised_best = 0;  // argmax after penalties, as an order key
+  float max = 0;                            // largest raw logit of the chunk
+  double sum_exp = 0;                       // sum of exp(logit - max) over the chunk
+  unsigned long long best = 0;              // raw argmax as an order key (largest value, lowest id first)
+  float penalised_max = 0;                  // largest logit after penalties
+  unsigned long long penalised_best = 0;    // argmax after penalties, as an order key
+  unsigned long long penalised_second = 0;  // the second largest after penalties, as an order key (0: none)
   double scaled_sum_exp = 0;  // rows sampling top-p alone: sum of exp(x - penalised_max / T) over x = penalised / T
 };
 

@@ -56,6 +56,12 @@ std::vector<SamplingCase> sampling_cases() {
     p.min_p = min_p;
     return p;
   };
+  auto penalise = [](SamplingParams p, float repetition, float presence, float frequency) {
+    p.repetition_penalty = repetition;
+    p.presence_penalty = presence;
+    p.frequency_penalty = frequency;
+    return p;
+  };
   std::vector<SamplingCase> cases = {
       {"greedy", make(0, 0, 1, 0)},
       {"plain", make(1, 0, 1, 0)},
@@ -65,20 +71,10 @@ std::vector<SamplingCase> sampling_cases() {
       {"min_p", make(1.3f, 0, 1, 0.05f)},
       {"everything", make(0.9f, 100, 0.95f, 0.01f)},
   };
-  SamplingCase penalties{"penalties", make(0.8f, 40, 0.9f, 0)};
-  penalties.params.repetition_penalty = 1.3f;
-  penalties.params.presence_penalty = 0.7f;
-  penalties.params.frequency_penalty = 0.4f;
-  cases.push_back(penalties);
-  SamplingCase greedy_penalty{"greedy_repetition", make(0, 0, 1, 0)};
-  greedy_penalty.params.repetition_penalty = 1.5f;
-  cases.push_back(greedy_penalty);
+  cases.push_back({"penalties", penalise(make(0.8f, 40, 0.9f, 0), 1.3f, 0.7f, 0.4f)});
+  cases.push_back({"greedy_repetition", penalise(make(0, 0, 1, 0), 1.5f, 0, 0)});
   // Penalties that raise logits (repetition below 1, negative presence) can lift a chunk's maximum.
-  SamplingCase raising{"penalties_raise", make(0.9f, 20, 1, 0)};
-  raising.params.repetition_penalty = 0.8f;
-  raising.params.presence_penalty = -0.5f;
-  raising.params.frequency_penalty = 0.1f;
-  cases.push_back(raising);
+  cases.push_back({"penalties_raise", penalise(make(0.9f, 20, 1, 0), 0.8f, -0.5f, 0.1f)});
   for (auto& c : cases) c.params.num_top_logprobs = 5;
   cases.front().params.num_top_logprobs = 20;
   // Greedy without penalties or top logprobs: the argmax comes from the chunk statistics alone.
@@ -88,12 +84,9 @@ std::vector<SamplingCase> sampling_cases() {
   cases.push_back({"top_p_peaked", make(0.25f, 0, 0.7f, 0)});
   cases.push_back({"flat_top_p", make(1, 0, 0.9f, 0), true});
   // Penalised rows without top logprobs: greedy from the chunk statistics, top-k under the penalised chunk bound.
-  SamplingCase greedy_penalised{"greedy_penalised", make(0, 0, 1, 0)};
-  greedy_penalised.params.repetition_penalty = 1.5f;
-  greedy_penalised.params.presence_penalty = 1.0f;
+  const SamplingCase greedy_penalised{"greedy_penalised", penalise(make(0, 0, 1, 0), 1.5f, 1.0f, 0)};
   cases.push_back(greedy_penalised);
-  SamplingCase presence{"model_card_presence", make(0.7f, 20, 0.8f, 0)};
-  presence.params.presence_penalty = 1.5f;
+  const SamplingCase presence{"model_card_presence", penalise(make(0.7f, 20, 0.8f, 0), 1, 1.5f, 0)};
   cases.push_back(presence);
   SamplingCase top_penalised = presence;
   top_penalised.name = "top_logits_penalised";
@@ -115,11 +108,7 @@ std::vector<SamplingCase> sampling_cases() {
   // Top-p alone over peaked rows: the nucleus under the chunk maxima's mass, with min-p, penalties on the largest
   // logits, and top_k equal to the vocabulary (no cut, as the reference reads it).
   cases.push_back({"nucleus_min_p", make(0.3f, 0, 0.9f, 0.05f), false, false, true});
-  SamplingCase nucleus_penalised{"nucleus_top_logits_penalised", make(0.3f, -1, 0.8f, 0)};
-  nucleus_penalised.params.presence_penalty = 1.0f;
-  nucleus_penalised.params.repetition_penalty = 1.2f;
-  nucleus_penalised.penalise_top = true;
-  cases.push_back(nucleus_penalised);
+  cases.push_back({"nucleus_top_logits_penalised", penalise(make(0.3f, -1, 0.8f, 0), 1.2f, 1.0f, 0), false, true});
   cases.push_back({"nucleus_top_k_whole_vocabulary", make(0.3f, 151936, 0.95f, 0), false, false, true});
   cases.push_back({"nucleus_twin_peaks", make(0.3f, 0, 0.9f, 0), false, false, true, true});
   return cases;

@@ -44,9 +44,11 @@ struct BatchSequence {
   int32_t num_cached = 0;                // tokens of this sequence already in the KV cache
   std::span<const int32_t> block_table;  // KV block ids covering num_cached + num_tokens positions, in order
   bool sample = false;                   // sample a token after the last position (false for non-final prefill chunks)
-  const SamplingParams* sampling = nullptr;  // required when sample
-  TokenHistory history;                      // for penalties; output excludes the token being produced
-  uint64_t sample_step = 0;                  // index of the token being generated, selects the seeded random number
+  const SamplingParams* sampling = nullptr;       // required when sample
+  TokenHistory history;                           // for penalties; output excludes the token being produced
+  const PenaltyTokens* penalty_tokens = nullptr;  // the same history as a penalty list kept by the caller, if it
+                                                  // keeps one: read in O(distinct tokens) instead of walking history
+  uint64_t sample_step = 0;  // index of the token being generated, selects the seeded random number
 };
 
 struct Batch {

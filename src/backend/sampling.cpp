@@ -45,6 +45,24 @@ float sampling_uniform(uint64_t seed, uint64_t step) {
   return static_cast<float>(out[0] >> 8) * 0x1p-24f;
 }
 
+PenaltyTokens::PenaltyTokens(const SamplingParams& params, std::span<const int32_t> prompt)
+    : active_(params.has_penalties()) {
+  // As sample_token() reads the history: the repetition penalty covers prompt and output, presence/frequency the
+  // output.
+  if (active_ && params.repetition_penalty != 1.0f)
+    for (int32_t token : prompt) visit(token, false);
+}
+
+void PenaltyTokens::add_output(int32_t token) {
+  if (active_) visit(token, true);
+}
+
+void PenaltyTokens::visit(int32_t token, bool output) {
+  auto [it, inserted] = index_.try_emplace(token, entries_.size());
+  if (inserted) entries_.push_back({token, 0});
+  if (output) ++entries_[it->second].output_count;
+}
+
 namespace {
 
 // Applies HF repetition penalty (prompt + output) and OpenAI presence/frequency penalties (output only).

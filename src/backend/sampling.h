@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace qinfer {
@@ -44,6 +45,30 @@ struct SampleResult {
 struct TokenHistory {
   std::span<const int32_t> prompt;
   std::span<const int32_t> output;
+};
+
+// A token the penalties touch, with how often it appears in the output (0: in the prompt only).
+struct PenaltyTokenCount {
+  int32_t token = 0;
+  int32_t output_count = 0;
+};
+
+// The distinct tokens of a sequence's history that its penalties read (the prompt under a repetition penalty, every
+// output token) with their output counts, in first-seen order, kept up to date token by token: a backend reads them in
+// O(distinct tokens) per step instead of walking the whole history. Empty for sampling without penalties. Ids outside
+// the vocabulary are kept; readers skip them, as sample_token() does.
+class PenaltyTokens {
+ public:
+  PenaltyTokens() = default;
+  PenaltyTokens(const SamplingParams& params, std::span<const int32_t> prompt);
+  void add_output(int32_t token);
+  std::span<const PenaltyTokenCount> entries() const { return entries_; }
+
+ private:
+  void visit(int32_t token, bool output);
+  bool active_ = false;
+  std::vector<PenaltyTokenCount> entries_;
+  std::unordered_map<int32_t, size_t> index_;  // token -> its entry
 };
 
 // Philox4x32-10 (Salmon et al., SC'11): the counter-based generator behind sampling_uniform.

@@ -106,6 +106,7 @@ RequestHandle Engine::submit(GenerationRequest request) {
     seq->num_prompt_tokens = static_cast<int32_t>(request.prompt.size());
     seq->sampling = request.sampling;
     seq->sampling.seed = base_seed + static_cast<uint64_t>(i);
+    seq->penalty_tokens = PenaltyTokens(seq->sampling, request.prompt);
     seq->max_tokens = max_tokens;
     seq->ignore_eos = request.ignore_eos;
     seq->stop_token_ids = request.stop_token_ids;

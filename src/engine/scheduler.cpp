@@ -182,6 +182,7 @@ void Scheduler::build_batch() {
     entry.sample = seq.num_computed + item.num_new_tokens == seq.num_tokens();
     entry.sampling = &seq.sampling;
     entry.history = TokenHistory{seq.prompt(), seq.output()};
+    entry.penalty_tokens = &seq.penalty_tokens;
     entry.sample_step = static_cast<uint64_t>(seq.num_output_tokens());
     batch_.sequences.push_back(entry);
     auto first = seq.tokens.begin() + seq.num_computed;
@@ -215,6 +216,7 @@ void Scheduler::postprocess(std::span<const SampleResult> results, std::vector<S
     if (seq->num_computed != seq->num_tokens()) continue;
     const SampleResult& result = results[next_result++];
     seq->tokens.push_back(result.token);
+    seq->penalty_tokens.add_output(result.token);
     SequenceUpdate update{seq, result.token, result.logprob, result.top, stop_reason(*seq, result.token)};
     if (update.finish_reason != FinishReason::kNone) finish(seq, update.finish_reason);
     updates.push_back(std::move(update));

@@ -42,6 +42,7 @@ struct Sequence {
   int32_t num_registered_blocks = 0;   // leading blocks already offered to the prefix cache
 
   SamplingParams sampling;
+  PenaltyTokens penalty_tokens;  // the history's penalty list, updated with every generated token
   int32_t max_tokens = 0;
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;  // stop even when ignore_eos is set

@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <map>
+#include <random>
+#include <utility>
+#include <vector>
 
 #include "backend/sampling.h"
 
@@ -152,6 +155,49 @@ TEST(SamplingParams, ValidateNamesTheField) {
   p.top_k = 1000;
   EXPECT_NE(p.validate(100).find("top_k"), std::string::npos);
   EXPECT_TRUE(SamplingParams{}.validate(100).empty());
+}
+
+}  // namespace
+}  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+// The history as sample_token() reads it for penalties: distinct tokens (the prompt only under a repetition penalty)
+// with their output counts.
+std::map<int32_t, int32_t> penalty_counts_of_history(const SamplingParams& p, std::span<const int32_t> prompt,
+                                                     std::span<const int32_t> output) {
+  std::map<int32_t, int32_t> counts;
+  if (!p.has_penalties()) return counts;
+  if (p.repetition_penalty != 1.0f)
+    for (int32_t token : prompt) counts.emplace(token, 0);
+  for (int32_t token : output) ++counts[token];
+  return counts;
+}
+
+std::map<int32_t, int32_t> counts_of(const PenaltyTokens& tokens) {
+  std::map<int32_t, int32_t> counts;
+  for (const PenaltyTokenCount& e : tokens.entries()) EXPECT_TRUE(counts.emplace(e.token, e.output_count).second);
+  return counts;
+}
+
+TEST(PenaltyTokens, FollowTheHistoryTokenByToken) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> token(-3, 40);  // many repeats, some ids outside any vocabulary
+  for (const auto& [repetition, presence] : std::vector<std::pair<float, float>>{{1.2f, 0}, {1, 0.5f}, {1, 0}}) {
+    SamplingParams p;
+    p.repetition_penalty = repetition;
+    p.presence_penalty = presence;
+    std::vector<int32_t> prompt(30), output;
+    for (auto& t : prompt) t = token(rng);
+    PenaltyTokens tokens(p, prompt);
+    EXPECT_EQ(counts_of(tokens), penalty_counts_of_history(p, prompt, output));
+    for (int step = 0; step < 50; ++step) {
+      output.push_back(token(rng));
+      tokens.add_output(output.back());
+      EXPECT_EQ(counts_of(tokens), penalty_counts_of_history(p, prompt, output)) << "step " << step;
+    }
+  }
 }
 
 }  // namespace

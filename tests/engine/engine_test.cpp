@@ -285,6 +285,38 @@ TEST(Engine, ParallelSamplesShareThePromptAndFollowTheirSeeds) {
   EXPECT_EQ(handle.stream->usage().completion_tokens, 32);
 }
 
+// Every sampled step of a request with penalties carries a penalty list equal to its history (the fake backend
+// refuses the batch otherwise), also for parallel samples and under preemption by a full cache.
+TEST(Engine, PenaltyListsFollowTheHistory) {
+  FakeModelSpec spec = fake_model();
+  spec.num_blocks = 36;  // less than the requests need at once: some are preempted and recomputed
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  std::vector<GenerationRequest> requests;
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < 6; ++i) {
+    GenerationRequest request = greedy_request(tokens_from(1 + 5 * i, 9 + 2 * i), 20);
+    request.sampling.temperature = i % 2 == 0 ? 0.0f : 0.8f;
+    request.sampling.repetition_penalty = i % 3 == 0 ? 1.0f : 1.1f;
+    request.sampling.presence_penalty = i % 3 == 2 ? 0.0f : 0.5f;
+    request.seed = 7;
+    request.n = i == 1 ? 2 : 1;
+    request.ignore_eos = true;
+    requests.push_back(request);
+    handles.push_back(engine.submit(request));
+  }
+  run_until_idle(engine);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Collected got = collect(*handles[i].stream, requests[i].n);
+    EXPECT_EQ(got.error, "") << "request " << i;
+    for (int32_t s = 0; s < requests[i].n; ++s)
+      EXPECT_EQ(got.tokens[static_cast<size_t>(s)], reference(requests[i], spec, 7 + static_cast<uint64_t>(s)))
+          << "request " << i << " sample " << s;
+  }
+  EXPECT_GT(engine.stats().scheduler.preemptions, 0u);
+  EXPECT_EQ(engine.block_manager().num_free_blocks(), spec.num_blocks);
+}
+
 TEST(Engine, StopStringsAcrossTokenBoundaries) {
   FakeModelSpec spec = fake_model();
   FakeBackend backend(spec);

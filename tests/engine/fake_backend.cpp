@@ -1,6 +1,7 @@
 #include "fake_backend.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -17,6 +18,19 @@ uint64_t mix64(uint64_t z) {
 
 [[noreturn]] void malformed(const std::string& what) {
   throw Error(ErrorKind::kInvalidArgument, "fake backend: " + what);
+}
+
+// The caller's penalty list must hold the history as sample_token() reads it: distinct tokens (the prompt only under a
+// repetition penalty) with their output counts.
+void check_penalty_list(const BatchSequence& seq) {
+  if (seq.penalty_tokens == nullptr) malformed("a sequence with penalties has no penalty list");
+  std::map<int32_t, int32_t> want, got;
+  if (seq.sampling->repetition_penalty != 1.0f)
+    for (int32_t token : seq.history.prompt) want.emplace(token, 0);
+  for (int32_t token : seq.history.output) ++want[token];
+  for (const PenaltyTokenCount& e : seq.penalty_tokens->entries())
+    if (!got.emplace(e.token, e.output_count).second) malformed("a token twice in the penalty list");
+  if (got != want) malformed("the penalty list does not match the history");
 }
 
 }  // namespace
@@ -115,6 +129,7 @@ std::vector<SampleResult> FakeBackend::step(const Batch& batch) {
       slot_written_[slot(position)] = 1;
     }
     offset += static_cast<size_t>(seq.num_tokens);
+    if (seq.sample && seq.sampling->has_penalties()) check_penalty_list(seq);
     if (seq.sample) results.push_back(fake_sample(hash, *seq.sampling, seq.sample_step, spec_.vocab_size));
   }
   return results;

@@ -7,13 +7,17 @@ namespace qinfer::cuda {
 
 namespace {
 
-// Distinct history tokens with their output counts, in first-seen order. entry_of maps a vocabulary id to its entry in
-// plan.penalties while the row is built (-1: none); it is all -1 again on return, so a plan costs O(history), not
+// Distinct history tokens with their output counts, in first-seen order: copied from the caller's penalty list when it
+// keeps one (the engine does), else walked from the history. entry_of maps a vocabulary id to its entry in
+// plan.penalties while the row is built (-1: none); it is all -1 again on return, so a walk costs O(history), not
 // O(vocabulary) per row (a hash map per row cost ~60-100 ns per history token, 2-4 ms per step at 64 x 640 tokens).
 void append_penalties(const BatchSequence& s, int vocab, BatchPlan& plan, DeviceSamplingParams& params,
                       std::vector<int32_t>& entry_of) {
   params.penalty_begin = static_cast<int32_t>(plan.penalties.size());
-  if (s.sampling->has_penalties()) {
+  if (s.sampling->has_penalties() && s.penalty_tokens != nullptr) {
+    for (const PenaltyTokenCount& e : s.penalty_tokens->entries())
+      if (e.token >= 0 && e.token < vocab) plan.penalties.push_back({e.token, e.output_count});
+  } else if (s.sampling->has_penalties()) {
     if (entry_of.empty()) entry_of.assign(static_cast<size_t>(vocab), -1);
     auto visit = [&](int32_t token, bool output) {
       if (token < 0 || token >= vocab) return;  // as the reference: ids outside the vocabulary are ignored
@@ -53,7 +57,9 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
   std::vector<int32_t> penalty_entry_of;  // sized to the vocabulary by the first row with penalties
   size_t history_tokens = 0;              // an upper bound of the entries: one allocation instead of regrowing
   for (const BatchSequence& s : batch.sequences)
-    if (s.sample && s.sampling->has_penalties()) history_tokens += s.history.prompt.size() + s.history.output.size();
+    if (s.sample && s.sampling->has_penalties())
+      history_tokens += s.penalty_tokens != nullptr ? s.penalty_tokens->entries().size()
+                                                    : s.history.prompt.size() + s.history.output.size();
   plan.penalties.reserve(history_tokens);
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const BatchSequence& s = batch.sequences[i];

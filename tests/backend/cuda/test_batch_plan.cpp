@@ -90,6 +90,32 @@ TEST(BatchPlan, PenaltyEntriesArePerRow) {
   EXPECT_EQ(entries(2), (std::map<int32_t, int32_t>{{5, 2}, {6, 0}, {8, 1}}));
 }
 
+// A caller's penalty list gives the same entries as walking the history, without ids outside the vocabulary.
+TEST(BatchPlan, PenaltyListMatchesTheHistoryWalk) {
+  const std::vector<int32_t> table = {0};
+  const std::vector<int32_t> prompt = {5, 6, 5, -1, 1200}, output = {6, 6, 7, 5000, 9};
+  SamplingParams p;
+  p.repetition_penalty = 1.2f;
+  p.frequency_penalty = 0.5f;
+  PenaltyTokens tokens(p, prompt);
+  for (int32_t t : output) tokens.add_output(t);
+  Batch batch;
+  batch.token_ids = {1, 2};
+  batch.sequences = {sequence(1, 3, table, &p), sequence(1, 3, table, &p)};
+  for (BatchSequence& s : batch.sequences) s.history = {prompt, output};
+  batch.sequences[1].penalty_tokens = &tokens;
+  const BatchPlan plan = plan_batch(batch, 16, 1000);
+  const auto entries = [&](int row) {
+    std::map<int32_t, int32_t> counts;
+    const DeviceSamplingParams& d = plan.sampling_params[static_cast<size_t>(row)];
+    for (int e = d.penalty_begin; e < d.penalty_end; ++e)
+      EXPECT_TRUE(counts.emplace(plan.penalties[e].token, plan.penalties[e].output_count).second) << "row " << row;
+    return counts;
+  };
+  EXPECT_EQ(entries(0), (std::map<int32_t, int32_t>{{5, 0}, {6, 2}, {7, 1}, {9, 1}}));
+  EXPECT_EQ(entries(1), entries(0));
+}
+
 TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
   const std::vector<int32_t> table_a = {2, 8}, table_b = {5};
   SamplingParams greedy;

@@ -79,6 +79,8 @@ class LatencyBench {
   LatencyRun run(int input_len, int output_len) {
     LatencyRun result;
     for (auto& output : outputs_) output.clear();
+    penalty_tokens_.clear();
+    for (const auto& prompt : prompts_) penalty_tokens_.emplace_back(sampling_, prompt);
     std::vector<int32_t> last_tokens(static_cast<size_t>(f_.batch));
     std::vector<int> prefilled(static_cast<size_t>(f_.batch), 0);
     const auto start = Clock::now();
@@ -103,7 +105,7 @@ class LatencyBench {
         prefilled[static_cast<size_t>(s)] += batch.sequences[i].num_tokens;
         if (batch.sequences[i].sample) {
           last_tokens[static_cast<size_t>(s)] = sampled[r++].token;
-          outputs_[static_cast<size_t>(s)].push_back(last_tokens[static_cast<size_t>(s)]);
+          record_output(s, last_tokens[static_cast<size_t>(s)]);
           if (s == 0) result.ttft_seconds = seconds_since(start);
         }
         if (prefilled[static_cast<size_t>(s)] == input_len) next = std::max(next, s + 1);
@@ -120,13 +122,18 @@ class LatencyBench {
       result.decode_step_seconds.push_back(seconds_since(step_start));
       for (int s = 0; s < f_.batch; ++s) {
         last_tokens[static_cast<size_t>(s)] = sampled[static_cast<size_t>(s)].token;
-        outputs_[static_cast<size_t>(s)].push_back(last_tokens[static_cast<size_t>(s)]);
+        record_output(s, last_tokens[static_cast<size_t>(s)]);
       }
     }
     return result;
   }
 
  private:
+  void record_output(int s, int32_t token) {
+    outputs_[static_cast<size_t>(s)].push_back(token);
+    penalty_tokens_[static_cast<size_t>(s)].add_output(token);
+  }
+
   // The prompt of a sequence is its whole prompt even while a prefill chunk runs: only sampled steps read the history.
   BatchSequence sequence(int s, int num_tokens, int num_cached, bool sample, int step) const {
     BatchSequence seq;
@@ -136,6 +143,7 @@ class LatencyBench {
     seq.sample = sample;
     seq.sampling = &sampling_;
     seq.history = {prompts_[static_cast<size_t>(s)], outputs_[static_cast<size_t>(s)]};
+    seq.penalty_tokens = &penalty_tokens_[static_cast<size_t>(s)];
     seq.sample_step = static_cast<uint64_t>(step);
     return seq;
   }
@@ -146,6 +154,7 @@ class LatencyBench {
   std::vector<std::vector<int32_t>> prompts_;
   std::vector<std::vector<int32_t>> tables_;
   std::vector<std::vector<int32_t>> outputs_;  // tokens sampled so far per sequence: the penalties' history
+  std::vector<PenaltyTokens> penalty_tokens_;  // the same as the engine keeps it
   SamplingParams sampling_;
 };
 

@@ -61,6 +61,15 @@ TEST(BatchPlan, PenaltyEntriesAreDistinctAndIgnoreOutOfVocabularyIds) {
   EXPECT_EQ(plan.sampling_params[0].penalty_end - plan.sampling_params[0].penalty_begin, 3);
 }
 
+// A row's penalty entries as token -> output count (each token once).
+std::map<int32_t, int32_t> row_penalties(const BatchPlan& plan, int row) {
+  std::map<int32_t, int32_t> counts;
+  const DeviceSamplingParams& d = plan.sampling_params[static_cast<size_t>(row)];
+  for (int e = d.penalty_begin; e < d.penalty_end; ++e)
+    EXPECT_TRUE(counts.emplace(plan.penalties[e].token, plan.penalties[e].output_count).second) << "row " << row;
+  return counts;
+}
+
 // Each row gets its own entries for the tokens it shares with an earlier row, with its own counts; a row without
 // penalties in between gets none.
 TEST(BatchPlan, PenaltyEntriesArePerRow) {
@@ -78,16 +87,9 @@ TEST(BatchPlan, PenaltyEntriesArePerRow) {
   batch.sequences[2].history = {prompt_b, output_b};
   const BatchPlan plan = plan_batch(batch, 16, 1000);
   ASSERT_EQ(plan.sampling_params.size(), 3u);
-  const auto entries = [&](int row) {
-    std::map<int32_t, int32_t> counts;
-    const DeviceSamplingParams& d = plan.sampling_params[static_cast<size_t>(row)];
-    for (int e = d.penalty_begin; e < d.penalty_end; ++e)
-      EXPECT_TRUE(counts.emplace(plan.penalties[e].token, plan.penalties[e].output_count).second) << "row " << row;
-    return counts;
-  };
-  EXPECT_EQ(entries(0), (std::map<int32_t, int32_t>{{5, 0}, {6, 1}}));
-  EXPECT_TRUE(entries(1).empty());
-  EXPECT_EQ(entries(2), (std::map<int32_t, int32_t>{{5, 2}, {6, 0}, {8, 1}}));
+  EXPECT_EQ(row_penalties(plan, 0), (std::map<int32_t, int32_t>{{5, 0}, {6, 1}}));
+  EXPECT_TRUE(row_penalties(plan, 1).empty());
+  EXPECT_EQ(row_penalties(plan, 2), (std::map<int32_t, int32_t>{{5, 2}, {6, 0}, {8, 1}}));
 }
 
 // A caller's penalty list gives the same entries as walking the history, without ids outside the vocabulary.
@@ -105,15 +107,8 @@ TEST(BatchPlan, PenaltyListMatchesTheHistoryWalk) {
   for (BatchSequence& s : batch.sequences) s.history = {prompt, output};
   batch.sequences[1].penalty_tokens = &tokens;
   const BatchPlan plan = plan_batch(batch, 16, 1000);
-  const auto entries = [&](int row) {
-    std::map<int32_t, int32_t> counts;
-    const DeviceSamplingParams& d = plan.sampling_params[static_cast<size_t>(row)];
-    for (int e = d.penalty_begin; e < d.penalty_end; ++e)
-      EXPECT_TRUE(counts.emplace(plan.penalties[e].token, plan.penalties[e].output_count).second) << "row " << row;
-    return counts;
-  };
-  EXPECT_EQ(entries(0), (std::map<int32_t, int32_t>{{5, 0}, {6, 2}, {7, 1}, {9, 1}}));
-  EXPECT_EQ(entries(1), entries(0));
+  EXPECT_EQ(row_penalties(plan, 0), (std::map<int32_t, int32_t>{{5, 0}, {6, 2}, {7, 1}, {9, 1}}));
+  EXPECT_EQ(row_penalties(plan, 1), row_penalties(plan, 0));
 }
 
 TEST(BatchPlan, PadsDecodePlansWithScratchRows) {

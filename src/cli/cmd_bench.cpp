@@ -1,6 +1,6 @@
 // qinfer bench: `bench` is a parent command. `latency` (here) runs fixed-shape batches through the backend (prefill,
 // then decode, greedy unless sampling flags are given) and reports speed against the measured H200 copy bandwidth;
-// `throughput` (cmd_bench_throughput .cpp) runs requests through the engine; `serve` (cmd_bench_serve.cpp) loads a
+// `throughput` (cmd_bench_throughput.cpp) runs requests through the engine; `serve` (cmd_bench_serve.cpp) loads a
 // running server over HTTP. Further subcommands register on the `bench` sub-app in register_bench().
 #include <algorithm>
 #include <chrono>

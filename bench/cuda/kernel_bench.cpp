@@ -111,8 +111,7 @@ class Bench {
           return time_per_call([&](int i) { launch_gemv_mma(params(i), launch, stream_); }, 20 * copies, stream_);
         };
         if (sweep_mma) {
-          for (const GemvMmaShape launch : {GemvMmaShape{4, 2}, GemvMmaShape{4, 4}, GemvMmaShape{8, 2},
-                                            GemvMmaShape{8, 4}, GemvMmaShape{16, 2}, GemvMmaShape{16, 4}})
+          for (const GemvMmaShape launch : gemv_mma_shapes())
             record(
                 "mma " + std::to_string(launch.warps) + "w " + std::to_string(launch.groups_in_flight) + "f" + suffix,
                 shape, time_mma(launch), bytes, true);

@@ -19,8 +19,6 @@ using namespace testing;  // DeviceArray, random inputs, float64 references, rel
 
 constexpr double kBf16Tolerance = 1e-2;
 
-const GemvMmaShape kShapes[] = {{4, 2}, {4, 4}, {8, 2}, {8, 4}, {16, 2}, {16, 4}};
-
 std::string describe(GemvMmaShape shape, int rows, int n, int k) {
   return std::to_string(shape.warps) + " warps x " + std::to_string(shape.groups_in_flight) + " groups, " +
          std::to_string(rows) + " x " + std::to_string(k) + " * " + std::to_string(n) + " x " + std::to_string(k);
@@ -43,7 +41,7 @@ TEST(GemvMma, MatchesReferenceForEveryShape) {
     const auto w = random_bf16(static_cast<size_t>(n) * k, rng, 1.0f / std::sqrt(static_cast<float>(k)));
     const auto ref = reference_linear(to_double(x), to_double(w), rows, n, k);
     DeviceArray<__nv_bfloat16> dx(x), dw(w);
-    for (const GemvMmaShape shape : kShapes) {
+    for (const GemvMmaShape shape : gemv_mma_shapes()) {
       DeviceArray<__nv_bfloat16> dy(static_cast<size_t>(rows) * n);
       DeviceArray<float> dy32(static_cast<size_t>(rows) * n);
       launch_gemv_mma({dx.get(), dw.get(), dy.get(), false, rows, n, k}, shape, nullptr);
@@ -61,7 +59,7 @@ TEST(GemvMma, RowResultsDoNotDependOnTheBatch) {
   const auto x = random_bf16(static_cast<size_t>(kRows) * kK, rng);
   const auto w = random_bf16(static_cast<size_t>(kN) * kK, rng, 1.0f / std::sqrt(static_cast<float>(kK)));
   DeviceArray<__nv_bfloat16> dx(x), dw(w);
-  for (const GemvMmaShape shape : kShapes) {
+  for (const GemvMmaShape shape : gemv_mma_shapes()) {
     DeviceArray<float> all(static_cast<size_t>(kRows) * kN), first(kN), first_three(3 * kN);
     launch_gemv_mma({dx.get(), dw.get(), all.get(), true, kRows, kN, kK}, shape, nullptr);
     launch_gemv_mma({dx.get(), dw.get(), first.get(), true, 1, kN, kK}, shape, nullptr);
@@ -87,7 +85,7 @@ TEST(GemvMma, SwigluMatchesReferenceAndUnfusedPath) {
     const auto w = random_bf16(static_cast<size_t>(2 * inter) * k, rng, 2.0f / std::sqrt(static_cast<float>(k)));
     const auto ref = reference_swiglu(reference_linear(to_double(x), to_double(w), rows, 2 * inter, k), rows, inter);
     DeviceArray<__nv_bfloat16> dx(x), dw(w);
-    for (const GemvMmaShape shape : kShapes) {
+    for (const GemvMmaShape shape : gemv_mma_shapes()) {
       DeviceArray<__nv_bfloat16> gate_up(static_cast<size_t>(rows) * 2 * inter),
           unfused(static_cast<size_t>(rows) * inter), fused(static_cast<size_t>(rows) * inter);
       GemvParams linear{dx.get(), dw.get(), gate_up.get(), false, rows, 2 * inter, k};

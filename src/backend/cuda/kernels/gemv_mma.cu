@@ -131,6 +131,11 @@ void launch_shape(const GemvParams& p, cudaStream_t stream) {
 
 }  // namespace
 
+const std::vector<GemvMmaShape>& gemv_mma_shapes() {
+  static const std::vector<GemvMmaShape> kShapes = {{4, 2}, {4, 4}, {8, 2}, {8, 4}, {16, 2}, {16, 4}};
+  return kShapes;
+}
+
 bool gemv_mma_supports(const GemvParams& params) {
   return params.k % kGroupK == 0 && params.num_rows >= 1 && params.num_rows <= 2 * kRowsPerTile && params.n > 0;
 }

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 #include "backend/cuda/kernels/gemv.h"
 
 namespace qinfer::cuda {
@@ -16,6 +18,9 @@ struct GemvMmaShape {
   int warps = 8;
   int groups_in_flight = 2;
 };
+
+// The launch shapes launch_gemv_mma has kernels for: 4, 8 or 16 warps x 2 or 4 groups in flight.
+const std::vector<GemvMmaShape>& gemv_mma_shapes();
 
 // True when launch_gemv_mma takes these parameters: k a multiple of 32 (whole 32-k groups), 1..16 rows.
 bool gemv_mma_supports(const GemvParams& params);

@@ -42,8 +42,8 @@ std::string gib(double bytes) {
   return text;
 }
 
-// Measured on the H200 (docs/CUDA_NOTES.md): the GEMV kernel beats cuBLASLt at one row, ties at two and loses from
-// four rows on, where re-reading x from L1 per weight vector dominates.
+// Measured on the H200 (docs/CUDA_NOTES.md): at one row the GEMV beats cuBLASLt, at two the tensor-core GEMV does
+// (below); from three rows on cuBLASLt wins end to end.
 constexpr int kGemvRowLimit = 2;
 
 // Two-row linears run on the tensor-core GEMV, which beats both the GEMV and cuBLASLt there (run 46: B=2 decode

@@ -402,10 +402,10 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   prefill.block_size = kv_shape_.block_size;
   prefill.pool_blocks = pool_blocks;
   prefill.scale = scale;
-  // Decode-only steps of 1-2 sequences run the register attention kernels, which do the QK-norm/RoPE/cache write
-  // themselves (DecodeAttentionParams::rope): one kernel fewer per layer, the same bits.
+  // Decode-only steps whose attention kernel does the QK-norm/RoPE/cache write itself (DecodeAttentionParams::rope):
+  // one kernel fewer per layer, the same bits.
   const bool rope_in_attention =
-      prefill.num_prefill == 0 && decode.num_decode == tokens && tokens <= cuda::kDecodeAttentionRegisterBatch;
+      prefill.num_prefill == 0 && decode.num_decode == tokens && cuda::decode_attention_fuses_rope(decode);
 
   for (int l = 0; l < c.num_layers; ++l) {
     const cuda::GpuLayerWeights& lw = weights_.layers[static_cast<size_t>(l)];

@@ -1,7 +1,8 @@
-// The register decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope)
-// against the two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs
-// and every cache byte (and fp8 scale) must be bit-identical, for both cache dtypes, GQA groups 1 to 16, head_dim 64
-// and 128, one and two sequences.
+// The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope) against the
+// two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and every
+// cache byte (and fp8 scale) must be bit-identical: the register kernels over both cache dtypes with one and two
+// sequences, the bulk-copy kernel over a bf16 cache with 5 to 64 (the current token in the first tiles, issued after
+// the wait, or later), both with GQA groups 1 to 16 and head_dim 64 and 128.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,6 +28,7 @@ struct FusedCase {
   int head_dim, num_heads, num_kv_heads;
   std::vector<int> context_lens;  // including the current token
   bool fp8;
+  DecodeAttentionKernel kernel;
 };
 
 template <typename T>
@@ -176,11 +178,14 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     return p;
   };
 
+  if (c.kernel == DecodeAttentionKernel::kBulkCopy && !decode_attention_bulk_copy_available(attention_params(fused)))
+    GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build and a compute 9.0 device";
   launch_qk_norm_rope_cache_write(rope_params(unfused), nullptr);
-  launch_decode_attention(attention_params(unfused), nullptr, DecodeAttentionKernel::kRegisters);
+  launch_decode_attention(attention_params(unfused), nullptr, c.kernel);
   DecodeAttentionParams p = attention_params(fused);
   p.rope = rope_params(fused);  // fused.q stays poisoned: the fused kernel must not read it
-  launch_decode_attention(p, nullptr, DecodeAttentionKernel::kRegisters);
+  ASSERT_TRUE(decode_attention_fuses_rope(p, c.kernel));
+  launch_decode_attention(p, nullptr, c.kernel);
 
   EXPECT_TRUE(same_bytes(fused.out.download(), unfused.out.download())) << "attention output";
   if (c.fp8) {
@@ -200,21 +205,31 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
 
 std::string fused_case_name(const ::testing::TestParamInfo<FusedCase>& info) {
   const FusedCase& c = info.param;
-  char name[64];
-  std::snprintf(name, sizeof(name), "d%d_h%d_kv%d_seqs%zu_%s", c.head_dim, c.num_heads, c.num_kv_heads,
-                c.context_lens.size(), c.fp8 ? "fp8" : "bf16");
+  char name[80];
+  std::snprintf(name, sizeof(name), "%s_d%d_h%d_kv%d_seqs%zu_%s",
+                c.kernel == DecodeAttentionKernel::kBulkCopy ? "bulk" : "registers", c.head_dim, c.num_heads,
+                c.num_kv_heads, c.context_lens.size(), c.fp8 ? "fp8" : "bf16");
   return name;
 }
 
 std::vector<FusedCase> fused_cases() {
   std::vector<FusedCase> cases;
+  constexpr auto kRegisters = DecodeAttentionKernel::kRegisters, kBulkCopy = DecodeAttentionKernel::kBulkCopy;
   for (bool fp8 : {false, true}) {
-    cases.push_back({128, 32, 8, {70}, fp8});
-    cases.push_back({128, 32, 8, {1025, 33}, fp8});
-    cases.push_back({128, 8, 8, {17, 64}, fp8});
-    cases.push_back({64, 16, 1, {1, 300}, fp8});
-    cases.push_back({64, 12, 4, {129}, fp8});
+    cases.push_back({128, 32, 8, {70}, fp8, kRegisters});
+    cases.push_back({128, 32, 8, {1025, 33}, fp8, kRegisters});
+    cases.push_back({128, 8, 8, {17, 64}, fp8, kRegisters});
+    cases.push_back({64, 16, 1, {1, 300}, fp8, kRegisters});
+    cases.push_back({64, 12, 4, {129}, fp8, kRegisters});
   }
+  // Current tokens first or last in a tile, in the prologue's tiles or later ones, with and without splits.
+  cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, false, kBulkCopy});
+  cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, false, kBulkCopy});
+  cases.push_back({64, 16, 1, {1, 300, 17, 129, 1025, 64}, false, kBulkCopy});
+  cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, false, kBulkCopy});
+  std::vector<int> batch64(64);
+  for (int s = 0; s < 64; ++s) batch64[static_cast<size_t>(s)] = 512 + (s * 37) % 129;
+  cases.push_back({128, 32, 8, batch64, false, kBulkCopy});
   return cases;
 }
 

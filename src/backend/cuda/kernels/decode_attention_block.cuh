@@ -119,14 +119,17 @@ struct WarpState {
   float o[kHeadDim / 8][4] = {};
 };
 
-// The query fragment (m16 x k16 A operand per 16 dims) of the GQA group, straight from global memory: rows are the
-// group's query heads, padding rows are zero. Thread rows: lane / 4 and lane / 4 + 8; columns 2 * (lane % 4) (+ 8).
-template <int kHeadDim>
+// The query fragment (m16 x k16 A operand per 16 dims) of the GQA group, from read-only global memory or (kShared)
+// the fused RoPE's stage in shared memory: rows are the group's query heads, padding rows are zero. Thread rows:
+// lane / 4 and lane / 4 + 8; columns 2 * (lane % 4) (+ 8).
+template <int kHeadDim, bool kShared = false>
 __device__ __forceinline__ void load_query_fragments(uint32_t (&q_frag)[kHeadDim / 16][4], const __nv_bfloat16* group_q,
                                                      int group, int lane) {
   const int row = lane / 4, column = (lane % 4) * 2;
   const auto pair = [&](int r, int c) -> uint32_t {
-    return r < group ? __ldg(reinterpret_cast<const uint32_t*>(group_q + r * kHeadDim + c)) : 0u;
+    if (r >= group) return 0u;
+    const uint32_t* at = reinterpret_cast<const uint32_t*>(group_q + r * kHeadDim + c);
+    return kShared ? *at : __ldg(at);
   };
 #pragma unroll
   for (int kk = 0; kk < kHeadDim / 16; ++kk) {

@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -68,7 +69,10 @@ __device__ __forceinline__ void zero_v_rows_past_end(unsigned char* v_tile, int 
 
 // grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Tile t goes to stage t % kStages; after the
 // barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kStages - 1, so two tiles are in flight
-// while one is computed; each stage's mbarrier completes when all its boxes have landed.
+// while one is computed; each stage's mbarrier completes when all its boxes have landed. The first tiles are issued
+// before waiting for the previous kernel, except the one holding the sequence's current token, whose K/V that kernel
+// (or, with p.rope set, this block's fused QK-norm/RoPE) writes: the block's plan comes from the host, and no kernel
+// of the step writes the keys before the current one.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2)
     decode_attention_bulk_copy_kernel(const __grid_constant__ BulkCopyParams params) {
@@ -80,18 +84,22 @@ __global__ void __launch_bounds__(kThreads, 2)
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool fused = p.rope.qkv != nullptr;
 
   __shared__ uint64_t full[kStages];
   extern __shared__ unsigned char shared_raw[];
-  // [kStages][K|V][kSlabs][kTileTokens][64] bf16, 1024-byte aligned
+  // [kStages][K|V][kSlabs][kTileTokens][64] bf16, 1024-byte aligned; with the fused RoPE the group's query heads
+  // ([group][kHeadDim] bf16) after it.
   unsigned char* ring = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);
+  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(ring + ring_bytes<kHeadDim>());
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) sm90::mbarrier_init(&full[stage], 1);
     sm90::fence_mbarrier_init();
   }
   allow_dependents();
-  wait_for_producer();
   const BlockWork w = block_work(p);
+  const int current = p.context_lens[w.seq] - 1;
+  const int current_tile = current >= w.begin && current < w.end ? (current - w.begin) / kTileTokens : -1;
   __syncthreads();  // the barriers are initialised
 
   // Warp 0 copies tiles: lane g < 4 copies the 16-key group g of a tile, K and V, from the box row of its page;
@@ -113,14 +121,23 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   };
+  const int prologue_tiles = min(kStages - 1, w.num_tiles);
   int next_row = 0;  // warp 0: the box row of tile kStages - 1, then of each next tile to issue
   if (warp == 0) {
-    for (int tile = 0; tile < kStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(p, w, tile, lane));
+    for (int tile = 0; tile < prologue_tiles; ++tile)
+      if (tile != current_tile) issue(tile, box_row(p, w, tile, lane));
     next_row = box_row(p, w, kStages - 1, lane);
   }
+  wait_for_producer();
+  if (fused) fused_rope<kHeadDim, false, true>(p, w, q_stage, warp, lane);
+  if (warp == 0 && current_tile >= 0 && current_tile < prologue_tiles)
+    issue(current_tile, box_row(p, w, current_tile, lane));
 
   WarpState<kHeadDim> st;
-  load_query_fragments<kHeadDim>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
+  if (fused)
+    load_query_fragments<kHeadDim, true>(st.q_frag, q_stage, w.group, lane);
+  else
+    load_query_fragments<kHeadDim>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
   const float scale_log2 = p.scale * kLog2e;
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now
@@ -153,9 +170,10 @@ CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionPar
 
 template <int kHeadDim>
 void launch_for_head_dim(const BulkCopyParams& params, cudaStream_t stream) {
-  constexpr int kShared = shared_bytes<kHeadDim>();
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
-  launch_decode_blocks(decode_attention_bulk_copy_kernel<kHeadDim>, params.attention, kShared, stream, params);
+  const bool fused = params.attention.rope.qkv != nullptr;
+  const int shared = shared_bytes<kHeadDim>() + (fused ? kGroupRows * kHeadDim * 2 : 0);  // + the query stage
+  launch_decode_blocks(decode_attention_bulk_copy_kernel<kHeadDim>, params.attention, shared, stream, params);
 }
 
 }  // namespace
@@ -184,6 +202,7 @@ void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cuda
   QINFER_CHECK(decode_attention_bulk_copy_available(params),
                "the bulk-copy decode attention needs an sm_90a build, a compute 9.0 device, pool_blocks and a block "
                "size that is a multiple of 16");
+  QINFER_CHECK(params.k_fp8 == nullptr, "the bulk-copy decode attention kernel reads a bf16 cache");
   if (params.num_decode == 0) return;
   BulkCopyParams bulk;
   bulk.k_map = pool_tensor_map(params.k_cache, params);

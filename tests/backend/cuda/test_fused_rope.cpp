@@ -1,8 +1,8 @@
 // The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope) against the
 // two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and every
-// cache byte (and fp8 scale) must be bit-identical: the register kernels over both cache dtypes with one and two
-// sequences, the bulk-copy kernel over a bf16 cache with 5 to 64 (the current token in the first tiles, issued after
-// the wait, or later), both with GQA groups 1 to 16 and head_dim 64 and 128.
+// cache byte (and fp8 scale) must be bit-identical: the register kernels with one and two sequences, the bulk-copy
+// kernels with 5 to 64 (the current token in the first tiles, issued after the wait, or later), over both cache
+// dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128) and head_dim 64 and 128.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -230,6 +230,10 @@ std::vector<FusedCase> fused_cases() {
   std::vector<int> batch64(64);
   for (int s = 0; s < 64; ++s) batch64[static_cast<size_t>(s)] = 512 + (s * 37) % 129;
   cases.push_back({128, 32, 8, batch64, false, kBulkCopy});
+  cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, true, kBulkCopy});
+  cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, true, kBulkCopy});
+  cases.push_back({128, 24, 4, {129, 5, 191, 192, 193, 1}, true, kBulkCopy});
+  cases.push_back({128, 64, 8, batch64, true, kBulkCopy});
   return cases;
 }
 

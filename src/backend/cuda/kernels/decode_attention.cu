@@ -150,9 +150,10 @@ void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len,
 int decode_attention_max_split_rows(int max_decode, int num_sms) { return max_decode + 4 * num_sms; }
 
 bool decode_attention_fuses_rope(const DecodeAttentionParams& params, DecodeAttentionKernel kernel) {
-  kernel = resolve_auto(params, kernel);
-  return kernel == DecodeAttentionKernel::kRegisters ||
-         (kernel == DecodeAttentionKernel::kBulkCopy && params.k_fp8 == nullptr);
+  const DecodeAttentionKernel resolved = resolve_auto(params, kernel);
+  return resolved == DecodeAttentionKernel::kRegisters ||
+         (resolved == DecodeAttentionKernel::kBulkCopy &&
+          (params.k_fp8 == nullptr || runs_fp8_bulk_copy(params, kernel)));
 }
 
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream, DecodeAttentionKernel kernel) {
@@ -161,9 +162,8 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
   kernel = resolve_auto(params, kernel);
-  QINFER_CHECK(
-      params.rope.qkv == nullptr || decode_attention_fuses_rope(params, kernel),
-      "the fused QK-norm/RoPE runs in the register decode attention kernels and the bf16 bulk-copy kernel only");
+  QINFER_CHECK(params.rope.qkv == nullptr || decode_attention_fuses_rope(params, kernel),
+               "the fused QK-norm/RoPE runs in the register and bulk-copy decode attention kernels only");
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
     if (runs_fp8_bulk_copy(params, kernel))

@@ -75,7 +75,8 @@ int decode_attention_max_split_rows(int max_decode, int num_sms);
 bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
 
 // Whether the kernel a launch of `kernel` over these params runs can do the QK-norm/RoPE/cache write itself
-// (params.rope): the register kernels over either cache dtype, and the bulk-copy kernel over a bf16 cache.
+// (params.rope): the register and the bulk-copy kernels over either cache dtype (not the cp.async kernels, which the
+// bulk-copy choice falls back to for an fp8 cache with head_dim 64 or GQA groups above 8).
 bool decode_attention_fuses_rope(const DecodeAttentionParams& params,
                                  DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
 

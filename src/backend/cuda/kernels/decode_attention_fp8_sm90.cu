@@ -16,6 +16,7 @@
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -35,19 +36,22 @@ constexpr int kBulkStages = 2;
 constexpr int kBlocksPerSm = kFp8BulkCopyBlocksPerSm;
 constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, where the swizzle pattern repeats
 
-// Shared memory: the byte ring [kBulkStages][K|V][kTileTokens][128] (1024-byte aligned, each 16-key box 2 KB) and the
-// scale ring [kBulkStages][K|V][kTileTokens] fp32. The kernel serves GQA groups of at most 8 (one head block,
-// fp8_head_blocks): the hand-over of the warps' transposed O (TransposedScratch) must fit in the ring too.
+// Shared memory: the byte ring [kBulkStages][K|V][kTileTokens][128] (1024-byte aligned, each 16-key box 2 KB), the
+// scale ring [kBulkStages][K|V][kTileTokens] fp32 and, with the fused RoPE, the group's query heads [8][128] bf16. The
+// kernel serves GQA groups of at most 8 (one head block, fp8_head_blocks): the hand-over of the warps' transposed O
+// (TransposedScratch) must fit in the ring too.
 struct BulkLayout {
   static constexpr int kTileBytes = kTileTokens * kHeadDim;
   static constexpr int kRingBytes = kBulkStages * 2 * kTileBytes;
   static constexpr int kScaleBytes = kBulkStages * 2 * kTileTokens * 4;
-  static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kAlignSlack;
+  static constexpr int kQueryBytes = 8 * kHeadDim * 2;
+  static constexpr int kSharedBytes = kRingBytes + kScaleBytes + kAlignSlack;  // + kQueryBytes when fused
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
   static_assert(kWarps * TransposedScratch<kHeadDim, 1>::kWarpFloats * 4 <= kRingBytes,
                 "the transposed O hand-over must fit in the ring");
   // 228 KB per SM, 1 KB reserved per block, about 0.6 KB of static shared memory (barriers, finish_block's merge).
-  static_assert(kBlocksPerSm * (kSharedBytes + 1024 + 640) <= 228 * 1024, "kBlocksPerSm blocks must fit an SM");
+  static_assert(kBlocksPerSm * (kSharedBytes + kQueryBytes + 1024 + 640) <= 228 * 1024,
+                "kBlocksPerSm blocks must fit an SM");
 };
 
 struct Fp8BulkCopyParams {
@@ -77,7 +81,9 @@ __device__ __forceinline__ void zero_v_rows_past_end(uint8_t* v_tile, int tile_f
 // grid (num_splits, num_kv_heads, num_decode), as decode_attention_fp8_kernel. Tile t goes to stage t % kBulkStages;
 // after the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kBulkStages - 1; each stage's
 // mbarrier completes when its boxes and scales have landed. One __syncthreads per tile: per-stage "empty" mbarriers
-// instead (warps released one by one) measured 2-5 % slower (3 stages, run B1).
+// instead (warps released one by one) measured 2-5 % slower (3 stages, run B1). As in the bf16 kernel, the first tile
+// is issued before waiting for the previous kernel unless it holds the sequence's current token, whose K/V that
+// kernel (or, with p.rope set, this block's fused QK-norm/RoPE) writes.
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     decode_attention_fp8_bulk_copy_kernel(const __grid_constant__ Fp8BulkCopyParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -88,11 +94,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool fused = p.rope.qkv != nullptr;
 
   __shared__ uint64_t full[kBulkStages];
   extern __shared__ unsigned char shared_raw[];
   uint8_t* ring = shared_raw + ((kAlignSlack - (sm90::shared_address(shared_raw) % kAlignSlack)) % kAlignSlack);
   float* scale_ring = reinterpret_cast<float*>(ring + Layout::kRingBytes);
+  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(ring + Layout::kRingBytes + Layout::kScaleBytes);
   const auto k_stage = [&](int tile) { return ring + (tile % kBulkStages) * 2 * Layout::kTileBytes; };
   const auto k_scale_stage = [&](int tile) { return scale_ring + (tile % kBulkStages) * 2 * kTileTokens; };
   if (threadIdx.x == 0) {
@@ -100,9 +108,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     sm90::fence_mbarrier_init();
   }
   allow_dependents();
-  wait_for_producer();
   const BlockWork w = block_work(p);
   const auto tile_first = [&](int tile) { return w.begin + tile * kTileTokens; };
+  const int current = p.context_lens[w.seq] - 1;
+  const int current_tile = current >= w.begin && current < w.end ? (current - w.begin) / kTileTokens : -1;
   __syncthreads();  // the barriers are initialised
 
   // Warp 0 copies tiles: lane g < 4 copies the 16-key group g of a tile (K and V bytes, K and V scales) from the box
@@ -121,13 +130,22 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       sm90::bulk_copy(sm90::shared_address(k_scale_box + kTileTokens), p.v_scales + row, kScaleBoxBytes, barrier);
     }
   };
+  const int prologue_tiles = min(kBulkStages - 1, w.num_tiles);
   int next_row = 0;  // warp 0: the box row of tile kBulkStages - 1, then of each next tile to issue
   if (warp == 0) {
-    for (int tile = 0; tile < kBulkStages - 1 && tile < w.num_tiles; ++tile) issue(tile, box_row(p, w, tile, lane));
+    for (int tile = 0; tile < prologue_tiles; ++tile)
+      if (tile != current_tile) issue(tile, box_row(p, w, tile, lane));
     next_row = box_row(p, w, kBulkStages - 1, lane);
   }
+  wait_for_producer();
+  if (fused) fused_rope<kHeadDim, true, true>(p, w, q_stage, warp, lane);
+  if (warp == 0 && current_tile >= 0 && current_tile < prologue_tiles)
+    issue(current_tile, box_row(p, w, current_tile, lane));
   Fp8WarpState<kHeadDim, 1> st;
-  load_query_fragments_t<kHeadDim, 1>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
+  if (fused)
+    load_query_fragments_t<kHeadDim, 1, true>(st.q, q_stage, w.group, lane);
+  else
+    load_query_fragments_t<kHeadDim, 1>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now
@@ -168,7 +186,8 @@ void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, 
   bulk.k_map = make_u8_tensor_map_swizzle128(params.k_fp8, rows, kBoxTokens);
   bulk.v_map = make_u8_tensor_map_swizzle128(params.v_fp8, rows, kBoxTokens);
   bulk.attention = params;
-  launch_decode_blocks(decode_attention_fp8_bulk_copy_kernel, params, BulkLayout::kSharedBytes, stream, bulk);
+  const int shared = BulkLayout::kSharedBytes + (params.rope.qkv != nullptr ? BulkLayout::kQueryBytes : 0);
+  launch_decode_blocks(decode_attention_fp8_bulk_copy_kernel, params, shared, stream, bulk);
 }
 
 }  // namespace qinfer::cuda

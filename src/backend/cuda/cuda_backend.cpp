@@ -402,10 +402,9 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   prefill.block_size = kv_shape_.block_size;
   prefill.pool_blocks = pool_blocks;
   prefill.scale = scale;
-  // Decode-only steps whose attention kernel does the QK-norm/RoPE/cache write itself (DecodeAttentionParams::rope):
+  // Decode-only steps: the attention kernel does the QK-norm/RoPE/cache write itself (DecodeAttentionParams::rope),
   // one kernel fewer per layer, the same bits.
-  const bool rope_in_attention =
-      prefill.num_prefill == 0 && decode.num_decode == tokens && cuda::decode_attention_fuses_rope(decode);
+  const bool rope_in_attention = prefill.num_prefill == 0 && decode.num_decode == tokens;
 
   for (int l = 0; l < c.num_layers; ++l) {
     const cuda::GpuLayerWeights& lw = weights_.layers[static_cast<size_t>(l)];

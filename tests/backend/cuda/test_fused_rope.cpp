@@ -1,8 +1,9 @@
 // The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope) against the
 // two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and every
-// cache byte (and fp8 scale) must be bit-identical: the register kernels with one and two sequences, the bulk-copy
-// kernels with 5 to 64 (the current token in the first tiles, issued after the wait, or later), over both cache
-// dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128) and head_dim 64 and 128.
+// cache byte (and fp8 scale) must be bit-identical: the register kernels with one and two sequences, the cp.async and
+// bulk-copy kernels with 3 to 64 (the current token in the first tiles, copied after the wait, or later), over both
+// cache dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128; kBulkCopy runs the fp8 cp.async
+// kernel otherwise) and head_dim 64 and 128.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -184,7 +185,6 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
   launch_decode_attention(attention_params(unfused), nullptr, c.kernel);
   DecodeAttentionParams p = attention_params(fused);
   p.rope = rope_params(fused);  // fused.q stays poisoned: the fused kernel must not read it
-  ASSERT_TRUE(decode_attention_fuses_rope(p, c.kernel));
   launch_decode_attention(p, nullptr, c.kernel);
 
   EXPECT_TRUE(same_bytes(fused.out.download(), unfused.out.download())) << "attention output";
@@ -206,9 +206,11 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
 std::string fused_case_name(const ::testing::TestParamInfo<FusedCase>& info) {
   const FusedCase& c = info.param;
   char name[80];
-  std::snprintf(name, sizeof(name), "%s_d%d_h%d_kv%d_seqs%zu_%s",
-                c.kernel == DecodeAttentionKernel::kBulkCopy ? "bulk" : "registers", c.head_dim, c.num_heads,
-                c.num_kv_heads, c.context_lens.size(), c.fp8 ? "fp8" : "bf16");
+  const char* kernel = c.kernel == DecodeAttentionKernel::kBulkCopy  ? "bulk"
+                       : c.kernel == DecodeAttentionKernel::kCpAsync ? "cpasync"
+                                                                     : "registers";
+  std::snprintf(name, sizeof(name), "%s_d%d_h%d_kv%d_seqs%zu_%s", kernel, c.head_dim, c.num_heads, c.num_kv_heads,
+                c.context_lens.size(), c.fp8 ? "fp8" : "bf16");
   return name;
 }
 
@@ -223,6 +225,15 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back({64, 12, 4, {129}, fp8, kRegisters});
   }
   // Current tokens first or last in a tile, in the prologue's tiles or later ones, with and without splits.
+  constexpr auto kCpAsync = DecodeAttentionKernel::kCpAsync;
+  for (bool fp8 : {false, true}) {
+    cases.push_back({128, 32, 8, {70, 1, 129}, fp8, kCpAsync});
+    cases.push_back({128, 8, 8, {17, 64, 1025, 2048}, fp8, kCpAsync});
+    cases.push_back({64, 16, 1, {1, 300, 17, 129}, fp8, kCpAsync});
+    cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, fp8, kCpAsync});
+    cases.push_back({128, 64, 4, {640, 513, 64}, fp8, kCpAsync});
+  }
+  cases.push_back({64, 32, 8, {70, 1, 64, 65, 300}, true, kBulkCopy});  // head_dim 64: the fp8 cp.async kernel
   cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, false, kBulkCopy});
   cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, false, kBulkCopy});
   cases.push_back({64, 16, 1, {1, 300, 17, 129, 1025, 64}, false, kBulkCopy});

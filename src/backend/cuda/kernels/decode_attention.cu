@@ -6,6 +6,7 @@
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -48,17 +49,21 @@ bool runs_fp8_bulk_copy(const DecodeAttentionParams& p, DecodeAttentionKernel ke
 // grid (num_splits, num_kv_heads, num_decode). The query heads of one GQA group are the rows of an m16 tile, so K and
 // V of the group's KV head are read once and multiplied on tensor cores. 64-token K/V tiles stream through a
 // kStages-deep cp.async ring (two tiles in flight while one is computed, one barrier per tile); each warp owns 16 keys
-// of every tile and keeps its own online-softmax state, merged through shared memory at the end.
+// of every tile and keeps its own online-softmax state, merged through shared memory at the end. The first tiles are
+// copied before waiting for the previous kernel unless one of them holds the current token (current_token_tile); with
+// p.rope set the block's fused QK-norm/RoPE writes that token's K/V after the wait.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAttentionParams p) {
   constexpr int kTileElements = kTileTokens * kHeadDim;
   allow_dependents();
-  wait_for_producer();
   const BlockWork w = block_work(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool fused = p.rope.qkv != nullptr;
 
   extern __shared__ __align__(16) unsigned char shared_raw[];
   __nv_bfloat16* tiles = reinterpret_cast<__nv_bfloat16*>(shared_raw);  // [kStages][K|V][kTileTokens][kHeadDim]
+  // With the fused RoPE: the group's query heads [group][kHeadDim] after the ring.
+  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(shared_raw + ring_bytes<kHeadDim>());
   const auto k_stage = [&](int tile) { return tiles + (tile % kStages) * 2 * kTileElements; };
   const auto load = [&](int tile) {
     load_kv_tiles<kHeadDim, kThreads, kTileTokens>(k_stage(tile), k_stage(tile) + kTileElements, p.k_cache, p.v_cache,
@@ -67,13 +72,24 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAtt
   };
 
   // Prologue: the first kStages - 1 tiles, one cp.async group each (empty groups keep the count uniform).
+  const auto prologue = [&] {
 #pragma unroll
-  for (int tile = 0; tile < kStages - 1; ++tile) {
-    if (tile < w.num_tiles) load(tile);
-    cp_async_commit();
-  }
+    for (int tile = 0; tile < kStages - 1; ++tile) {
+      if (tile < w.num_tiles) load(tile);
+      cp_async_commit();
+    }
+  };
+  const int current_tile = current_token_tile(p, w);
+  const bool copy_before_wait = current_tile < 0 || current_tile >= kStages - 1;
+  if (copy_before_wait) prologue();
+  wait_for_producer();
+  if (fused) fused_rope<kHeadDim, false>(p, w, q_stage, warp, lane);
+  if (!copy_before_wait) prologue();
   WarpState<kHeadDim> st;
-  load_query_fragments<kHeadDim>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
+  if (fused)
+    load_query_fragments<kHeadDim, true>(st.q_frag, q_stage, w.group, lane);
+  else
+    load_query_fragments<kHeadDim>(st.q_frag, group_query<kHeadDim>(p, w), w.group, lane);
 
   const float scale_log2 = p.scale * kLog2e;
   for (int tile = 0; tile < w.num_tiles; ++tile) {
@@ -104,9 +120,9 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(DecodeAttentionP
 
 template <int kHeadDim>
 void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
-  constexpr int kShared = ring_bytes<kHeadDim>();
-  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kShared, "merge scratch must fit");
-  launch_decode_blocks(decode_attention_kernel<kHeadDim>, p, kShared, stream, p);
+  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
+  const int shared = ring_bytes<kHeadDim>() + (p.rope.qkv != nullptr ? kGroupRows * kHeadDim * 2 : 0);  // + q stage
+  launch_decode_blocks(decode_attention_kernel<kHeadDim>, p, shared, stream, p);
 }
 
 // Estimated cost of a plan in 32nds of a tile per resident slot: full or partial waves of blocks times (tiles per
@@ -149,21 +165,12 @@ void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len,
 
 int decode_attention_max_split_rows(int max_decode, int num_sms) { return max_decode + 4 * num_sms; }
 
-bool decode_attention_fuses_rope(const DecodeAttentionParams& params, DecodeAttentionKernel kernel) {
-  const DecodeAttentionKernel resolved = resolve_auto(params, kernel);
-  return resolved == DecodeAttentionKernel::kRegisters ||
-         (resolved == DecodeAttentionKernel::kBulkCopy &&
-          (params.k_fp8 == nullptr || runs_fp8_bulk_copy(params, kernel)));
-}
-
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream, DecodeAttentionKernel kernel) {
   if (params.num_decode == 0) return;
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
   kernel = resolve_auto(params, kernel);
-  QINFER_CHECK(params.rope.qkv == nullptr || decode_attention_fuses_rope(params, kernel),
-               "the fused QK-norm/RoPE runs in the register and bulk-copy decode attention kernels only");
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
     if (runs_fp8_bulk_copy(params, kernel))

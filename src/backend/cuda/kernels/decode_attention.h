@@ -46,10 +46,10 @@ struct DecodeAttentionParams {
   int tokens_per_split = 0;  // multiple of 64
   int num_splits = 1;
   float scale = 0;  // head_dim^-0.5
-  // rope.qkv set (where decode_attention_fuses_rope): the kernel does the QK-norm / RoPE / cache write of its decode
-  // tokens itself, with the QK-norm/RoPE kernel's own per-head math (bit-identical q and K/V): each block its GQA
-  // group's query heads from rope.qkv (q above is unused), the block holding a sequence's current token that token's
-  // K and V into rope's cache pointers (the pools above, writable). rope.num_tokens is unused.
+  // rope.qkv set (every kernel takes it): the kernel does the QK-norm / RoPE / cache write of its decode tokens
+  // itself, with the QK-norm/RoPE kernel's own per-head math (bit-identical q and K/V): each block its GQA group's
+  // query heads from rope.qkv (q above is unused), the block holding a sequence's current token that token's K and V
+  // into rope's cache pointers (the pools above, writable). rope.num_tokens is unused.
   QkNormRopeCacheWriteParams rope;
 };
 
@@ -73,12 +73,6 @@ int decode_attention_max_split_rows(int max_decode, int num_sms);
 
 // True when this build has the sm_90a bulk-copy kernel, the device is compute 9.0 and params.pool_blocks is known.
 bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
-
-// Whether the kernel a launch of `kernel` over these params runs can do the QK-norm/RoPE/cache write itself
-// (params.rope): the register and the bulk-copy kernels over either cache dtype (not the cp.async kernels, which the
-// bulk-copy choice falls back to for an fp8 cache with head_dim 64 or GQA groups above 8).
-bool decode_attention_fuses_rope(const DecodeAttentionParams& params,
-                                 DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
 
 void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream,
                              DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);

@@ -53,6 +53,15 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
   return w;
 }
 
+// The tile of this block that holds its sequence's current token (the last key, context_lens - 1), or -1 when the
+// block's split does not hold it. The previous kernel (QK-norm/RoPE) or the block's fused QK-norm/RoPE writes that
+// token's K/V, so its tile is copied after the wait; no kernel of the step writes the keys before it, and the block's
+// plan comes from the host, so the kernels copy their other first tiles before waiting for the previous kernel.
+__device__ __forceinline__ int current_token_tile(const DecodeAttentionParams& p, const BlockWork& w) {
+  const int current = p.context_lens[w.seq] - 1;
+  return current >= w.begin && current < w.end ? (current - w.begin) / kTileTokens : -1;
+}
+
 // The block's GQA group of query heads: [group][kHeadDim] of its decode token in p.q.
 template <int kHeadDim>
 __device__ __forceinline__ const __nv_bfloat16* group_query(const DecodeAttentionParams& p, const BlockWork& w) {

@@ -8,6 +8,7 @@
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -112,13 +113,15 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
     decode_attention_fp8_kernel(DecodeAttentionParams p) {
   using Layout = Fp8Layout<kHeadDim>;
   allow_dependents();
-  wait_for_producer();
   const BlockWork w = block_work(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bool fused = p.rope.qkv != nullptr;
 
   extern __shared__ __align__(16) unsigned char shared_raw[];
   uint8_t* ring = shared_raw;
   float* scale_ring = reinterpret_cast<float*>(shared_raw + Layout::kRingBytes);
+  // With the fused RoPE: the group's query heads [group][kHeadDim] bf16 after the rings.
+  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(shared_raw + Layout::kSharedBytes);
   const auto k_stage = [&](int tile) { return ring + (tile % kFp8Stages) * 2 * Layout::kTileBytes; };
   const auto k_scale_stage = [&](int tile) { return scale_ring + (tile % kFp8Stages) * 2 * kTileTokens; };
   const auto tile_first = [&](int tile) { return w.begin + tile * kTileTokens; };
@@ -141,16 +144,30 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
     return pages;
   };
 
-  // Prologue: tiles [0, kFp8Stages - 1), one cp.async group each, and the pages of the next tile to load.
-  TilePages<kHeadDim> pages = look_up_next(0);
+  // Prologue: tiles [0, kFp8Stages - 1), one cp.async group each, and the pages of the next tile to load; before
+  // waiting for the previous kernel unless one of them holds the current token (current_token_tile), whose K/V the
+  // fused QK-norm/RoPE (p.rope set) writes after the wait.
+  TilePages<kHeadDim> pages;
+  const auto prologue = [&] {
+    pages = look_up_next(0);
 #pragma unroll
-  for (int tile = 0; tile < kFp8Stages - 1; ++tile) {
-    if (tile < w.num_tiles) load(tile, pages);
-    cp_async_commit();
-    pages = look_up_next(tile + 1);
-  }
+    for (int tile = 0; tile < kFp8Stages - 1; ++tile) {
+      if (tile < w.num_tiles) load(tile, pages);
+      cp_async_commit();
+      pages = look_up_next(tile + 1);
+    }
+  };
+  const int current_tile = current_token_tile(p, w);
+  const bool copy_before_wait = current_tile < 0 || current_tile >= kFp8Stages - 1;
+  if (copy_before_wait) prologue();
+  wait_for_producer();
+  if (fused) fused_rope<kHeadDim, true>(p, w, q_stage, warp, lane);
+  if (!copy_before_wait) prologue();
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
-  load_query_fragments_t<kHeadDim, kHeadBlocks>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
+  if (fused)
+    load_query_fragments_t<kHeadDim, kHeadBlocks, true>(st.q, q_stage, w.group, lane);
+  else
+    load_query_fragments_t<kHeadDim, kHeadBlocks>(st.q, group_query<kHeadDim>(p, w), w.group, lane);
 
   const float scale_log2 = p.scale * kLog2e * fp8_code_unit();
   for (int tile = 0; tile < w.num_tiles; ++tile) {
@@ -180,9 +197,11 @@ void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream
   const bool one_head_block = fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
+    // + the fused RoPE's query stage
+    const int shared = Fp8Layout<kHeadDim>::kSharedBytes + (params.rope.qkv != nullptr ? kGroupRows * kHeadDim * 2 : 0);
     launch_decode_blocks(
         one_head_block ? decode_attention_fp8_kernel<kHeadDim, 1> : decode_attention_fp8_kernel<kHeadDim, 2>, params,
-        Fp8Layout<kHeadDim>::kSharedBytes, stream, params);
+        shared, stream, params);
   });
 }
 

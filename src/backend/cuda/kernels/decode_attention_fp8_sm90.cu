@@ -82,8 +82,7 @@ __device__ __forceinline__ void zero_v_rows_past_end(uint8_t* v_tile, int tile_f
 // after the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kBulkStages - 1; each stage's
 // mbarrier completes when its boxes and scales have landed. One __syncthreads per tile: per-stage "empty" mbarriers
 // instead (warps released one by one) measured 2-5 % slower (3 stages, run B1). As in the bf16 kernel, the first tile
-// is issued before waiting for the previous kernel unless it holds the sequence's current token, whose K/V that
-// kernel (or, with p.rope set, this block's fused QK-norm/RoPE) writes.
+// is issued before waiting for the previous kernel unless it holds the current token (current_token_tile).
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     decode_attention_fp8_bulk_copy_kernel(const __grid_constant__ Fp8BulkCopyParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -110,8 +109,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   allow_dependents();
   const BlockWork w = block_work(p);
   const auto tile_first = [&](int tile) { return w.begin + tile * kTileTokens; };
-  const int current = p.context_lens[w.seq] - 1;
-  const int current_tile = current >= w.begin && current < w.end ? (current - w.begin) / kTileTokens : -1;
+  const int current_tile = current_token_tile(p, w);
   __syncthreads();  // the barriers are initialised
 
   // Warp 0 copies tiles: lane g < 4 copies the 16-key group g of a tile (K and V bytes, K and V scales) from the box

@@ -70,9 +70,8 @@ __device__ __forceinline__ void zero_v_rows_past_end(unsigned char* v_tile, int 
 // grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Tile t goes to stage t % kStages; after the
 // barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kStages - 1, so two tiles are in flight
 // while one is computed; each stage's mbarrier completes when all its boxes have landed. The first tiles are issued
-// before waiting for the previous kernel, except the one holding the sequence's current token, whose K/V that kernel
-// (or, with p.rope set, this block's fused QK-norm/RoPE) writes: the block's plan comes from the host, and no kernel
-// of the step writes the keys before the current one.
+// before waiting for the previous kernel, except the one holding the current token (current_token_tile), issued
+// after the wait and, with p.rope set, after this block's fused QK-norm/RoPE wrote that token's K/V.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2)
     decode_attention_bulk_copy_kernel(const __grid_constant__ BulkCopyParams params) {
@@ -98,8 +97,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   allow_dependents();
   const BlockWork w = block_work(p);
-  const int current = p.context_lens[w.seq] - 1;
-  const int current_tile = current >= w.begin && current < w.end ? (current - w.begin) / kTileTokens : -1;
+  const int current_tile = current_token_tile(p, w);
   __syncthreads();  // the barriers are initialised
 
   // Warp 0 copies tiles: lane g < 4 copies the 16-key group g of a tile, K and V, from the box row of its page;

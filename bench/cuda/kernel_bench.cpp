@@ -388,6 +388,9 @@ class Bench {
     const PrefillAttentionParams attn = one_prompt_attention(pool, q, attention, d_meta, tokens);
     const DecodeSetup decode_setup =
         make_decode_setup(pool, decode ? tokens : 1, std::max(decode_context, 1), q, attention);
+    // A decode-only step's attention does the QK-norm/RoPE/cache write itself, as the backend runs it.
+    DecodeAttentionParams fused_decode = decode_setup.p;
+    fused_decode.rope = rope;
     const auto gemm = [&](const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& y, int n, int k) {
       gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, tokens, n, k, stream_);
     };
@@ -404,14 +407,14 @@ class Bench {
     const auto weight_bytes = [](int n, int k) { return 2.0 * n * k; };
     // Linears count FLOPs in prefill and weight bytes in decode.
     const auto linear_amount = [&](int n, int k) { return decode ? weight_bytes(n, k) : 2.0 * rows * n * k; };
-    const std::vector<Op> layer = {
+    std::vector<Op> layer = {
         {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
         {"qkv", [&] { gemm(normed, w_qkv, qkv, kQkvWidth, kHidden); }, linear_amount(kQkvWidth, kHidden), decode},
         {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, stream_); }, rows * kQkvWidth * 4.0, true},
-        {"attention",
+        {decode ? "attention + qk norm+rope+kv" : "attention",
          [&] {
            if (decode)
-             launch_decode_attention(decode_setup.p, stream_);
+             launch_decode_attention(fused_decode, stream_);
            else
              launch_prefill_attention(attn, stream_);
          },
@@ -427,6 +430,7 @@ class Bench {
          rows * kIntermediate * 6.0, true},
         {"down", [&] { gemm(activation, w_down, delta, kHidden, kIntermediate); },
          linear_amount(kHidden, kIntermediate), decode}};
+    if (decode) layer.erase(layer.begin() + 2);  // the QK-norm/RoPE kernel: fused into the attention
     const std::string shape =
         std::to_string(tokens) + (decode ? " seqs x " + std::to_string(decode_context) : "") + " tokens, 1 layer";
     const double t_embedding = time_per_call(

@@ -59,7 +59,11 @@ void PenaltyTokens::add_output(int32_t token) {
 
 void PenaltyTokens::visit(int32_t token, bool output) {
   auto [it, inserted] = index_.try_emplace(token, entries_.size());
-  if (inserted) entries_.push_back({token, 0});
+  if (inserted) {
+    min_token_ = entries_.empty() ? token : std::min(min_token_, token);
+    max_token_ = entries_.empty() ? token : std::max(max_token_, token);
+    entries_.push_back({token, 0});
+  }
   if (output) ++entries_[it->second].output_count;
 }
 

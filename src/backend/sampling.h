@@ -63,10 +63,13 @@ class PenaltyTokens {
   PenaltyTokens(const SamplingParams& params, std::span<const int32_t> prompt);
   void add_output(int32_t token);
   std::span<const PenaltyTokenCount> entries() const { return entries_; }
+  // Whether every entry's id lies in [0, vocab): a reader may then take entries() as they are.
+  bool within_vocabulary(int vocab) const { return entries_.empty() || (min_token_ >= 0 && max_token_ < vocab); }
 
  private:
   void visit(int32_t token, bool output);
   bool active_ = false;
+  int32_t min_token_ = 0, max_token_ = 0;  // over entries_
   std::vector<PenaltyTokenCount> entries_;
   std::unordered_map<int32_t, size_t> index_;  // token -> its entry
 };

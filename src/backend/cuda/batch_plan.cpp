@@ -1,41 +1,63 @@
 #include "backend/cuda/batch_plan.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <span>
 #include <vector>
 
 namespace qinfer::cuda {
 
 namespace {
 
-// Distinct history tokens with their output counts, in first-seen order: copied from the caller's penalty list when it
-// keeps one (the engine does), else walked from the history. entry_of maps a vocabulary id to its entry in
-// plan.penalties while the row is built (-1: none); it is all -1 again on return, so a walk costs O(history), not
-// O(vocabulary) per row (a hash map per row cost ~60-100 ns per history token, 2-4 ms per step at 64 x 640 tokens).
-void append_penalties(const BatchSequence& s, int vocab, BatchPlan& plan, DeviceSamplingParams& params,
-                      std::vector<int32_t>& entry_of) {
-  params.penalty_begin = static_cast<int32_t>(plan.penalties.size());
-  if (s.sampling->has_penalties() && s.penalty_tokens != nullptr) {
-    for (const PenaltyTokenCount& e : s.penalty_tokens->entries())
-      if (e.token >= 0 && e.token < vocab) plan.penalties.push_back({e.token, e.output_count});
-  } else if (s.sampling->has_penalties()) {
+static_assert(sizeof(PenaltyTokenCount) == sizeof(PenaltyEntry) &&
+                  offsetof(PenaltyTokenCount, token) == offsetof(PenaltyEntry, token) &&
+                  offsetof(PenaltyTokenCount, output_count) == offsetof(PenaltyEntry, output_count),
+              "a caller's penalty list is uploaded as PenaltyEntry bytes");
+
+// Where a row's penalty entries are: a caller's list (`caller`, count entries) or owned_penalties[owned_begin, +count).
+struct PenaltyPart {
+  const PenaltyTokenCount* caller = nullptr;
+  size_t owned_begin = 0, count = 0;
+};
+
+// Distinct history tokens with their output counts, in first-seen order: the caller's penalty list when it keeps one
+// (the engine does; copied into owned_penalties only when it holds ids outside the vocabulary), else walked from the
+// history into owned_penalties. entry_of maps a vocabulary id to its entry in owned_penalties while the row is built
+// (-1: none); it is all -1 again on return, so a walk costs O(history), not O(vocabulary) per row (a hash map per row
+// cost ~60-100 ns per history token, 2-4 ms per step at 64 x 640 tokens).
+PenaltyPart penalty_part(const BatchSequence& s, int vocab, BatchPlan& plan, std::vector<int32_t>& entry_of) {
+  PenaltyPart part;
+  part.owned_begin = plan.owned_penalties.size();
+  if (!s.sampling->has_penalties()) return part;
+  if (s.penalty_tokens != nullptr) {
+    const std::span<const PenaltyTokenCount> entries = s.penalty_tokens->entries();
+    if (s.penalty_tokens->within_vocabulary(vocab)) {
+      part.caller = entries.data();
+      part.count = entries.size();
+      return part;
+    }
+    for (const PenaltyTokenCount& e : entries)
+      if (e.token >= 0 && e.token < vocab) plan.owned_penalties.push_back({e.token, e.output_count});
+  } else {
     if (entry_of.empty()) entry_of.assign(static_cast<size_t>(vocab), -1);
     auto visit = [&](int32_t token, bool output) {
       if (token < 0 || token >= vocab) return;  // as the reference: ids outside the vocabulary are ignored
       int32_t& entry = entry_of[static_cast<size_t>(token)];
       if (entry < 0) {
-        entry = static_cast<int32_t>(plan.penalties.size());
-        plan.penalties.push_back({token, 0});
+        entry = static_cast<int32_t>(plan.owned_penalties.size());
+        plan.owned_penalties.push_back({token, 0});
       }
-      if (output) ++plan.penalties[static_cast<size_t>(entry)].output_count;
+      if (output) ++plan.owned_penalties[static_cast<size_t>(entry)].output_count;
     };
     // Repetition penalty covers prompt and output; presence/frequency only the output.
     if (s.sampling->repetition_penalty != 1.0f)
       for (int32_t token : s.history.prompt) visit(token, false);
     for (int32_t token : s.history.output) visit(token, true);
-    for (size_t e = static_cast<size_t>(params.penalty_begin); e < plan.penalties.size(); ++e)
-      entry_of[static_cast<size_t>(plan.penalties[e].token)] = -1;
+    for (size_t e = part.owned_begin; e < plan.owned_penalties.size(); ++e)
+      entry_of[static_cast<size_t>(plan.owned_penalties[e].token)] = -1;
   }
-  params.penalty_end = static_cast<int32_t>(plan.penalties.size());
+  part.count = plan.owned_penalties.size() - part.owned_begin;
+  return part;
 }
 
 }  // namespace
@@ -55,12 +77,7 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
 
   int token_row = 0;
   std::vector<int32_t> penalty_entry_of;  // sized to the vocabulary by the first row with penalties
-  size_t history_tokens = 0;              // an upper bound of the entries: one allocation instead of regrowing
-  for (const BatchSequence& s : batch.sequences)
-    if (s.sample && s.sampling->has_penalties())
-      history_tokens += s.penalty_tokens != nullptr ? s.penalty_tokens->entries().size()
-                                                    : s.history.prompt.size() + s.history.output.size();
-  plan.penalties.reserve(history_tokens);
+  std::vector<PenaltyPart> penalty_parts;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
     const BatchSequence& s = batch.sequences[i];
     const int row = static_cast<int>(i);
@@ -100,12 +117,29 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
       d.num_top_logprobs = p.num_top_logprobs;
       d.seed = p.seed;
       d.step = s.sample_step;
-      append_penalties(s, vocab, plan, d, penalty_entry_of);
+      const PenaltyPart part = penalty_part(s, vocab, plan, penalty_entry_of);
+      d.penalty_begin = plan.num_penalties;
+      d.penalty_end = plan.num_penalties += static_cast<int32_t>(part.count);
+      if (part.count > 0) penalty_parts.push_back(part);
       plan.sampling_params.push_back(d);
     }
     token_row += s.num_tokens;
   }
+  // owned_penalties is complete: its runs can be viewed now.
+  for (const PenaltyPart& part : penalty_parts) {
+    const std::byte* first = part.caller != nullptr
+                                 ? reinterpret_cast<const std::byte*>(part.caller)
+                                 : reinterpret_cast<const std::byte*>(plan.owned_penalties.data() + part.owned_begin);
+    plan.penalty_parts.emplace_back(first, part.count * sizeof(PenaltyEntry));
+  }
   return plan;
+}
+
+std::vector<PenaltyEntry> penalty_entries(const BatchPlan& plan) {
+  std::vector<PenaltyEntry> entries(static_cast<size_t>(plan.num_penalties));
+  std::byte* out = reinterpret_cast<std::byte*>(entries.data());
+  for (const std::span<const std::byte> part : plan.penalty_parts) out = std::copy(part.begin(), part.end(), out);
+  return entries;
 }
 
 bool is_graphable_decode(const BatchPlan& plan) {
@@ -123,7 +157,7 @@ void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t 
   plan.block_table_stride = stride;
   DeviceSamplingParams greedy;
   greedy.temperature = 0;
-  greedy.penalty_begin = greedy.penalty_end = static_cast<int32_t>(plan.penalties.size());
+  greedy.penalty_begin = greedy.penalty_end = plan.num_penalties;
   for (int s = sequences; s < padded_sequences; ++s) {
     plan.token_ids.push_back(0);
     plan.positions.push_back(0);

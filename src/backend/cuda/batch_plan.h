@@ -2,7 +2,9 @@
 // copied to the device in one transfer.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -11,6 +13,12 @@
 namespace qinfer::cuda {
 
 struct BatchPlan {
+  BatchPlan() = default;
+  BatchPlan(BatchPlan&&) = default;
+  BatchPlan& operator=(BatchPlan&&) = default;
+  BatchPlan(const BatchPlan&) = delete;  // a copy's penalty_parts would view the original's owned_penalties
+  BatchPlan& operator=(const BatchPlan&) = delete;
+
   int num_tokens = 0;
   std::vector<int32_t> token_ids;  // [num_tokens]
   std::vector<int32_t> positions;  // [num_tokens]
@@ -27,11 +35,22 @@ struct BatchPlan {
 
   std::vector<int32_t> sample_rows;                   // [num_sampled] token row whose hidden state is sampled
   std::vector<DeviceSamplingParams> sampling_params;  // [num_sampled]
-  std::vector<PenaltyEntry> penalties;                // entries referenced by sampling_params
+
+  // The penalty entries that sampling_params' penalty_begin / penalty_end index: the concatenation of penalty_parts,
+  // num_penalties PenaltyEntry in all. A part is a caller's penalty list as it is (PenaltyTokens' entries have
+  // PenaltyEntry's layout), or a run of owned_penalties (a list walked from the history, or a caller's list with ids
+  // outside the vocabulary dropped), so that the engine's lists go into the upload in one copy each.
+  std::vector<std::span<const std::byte>> penalty_parts;
+  std::vector<PenaltyEntry> owned_penalties;
+  int32_t num_penalties = 0;
 };
 
-// Builds the plan of a validated batch.
+// Builds the plan of a validated batch. The plan's penalty_parts view the batch's penalty lists: it is valid while
+// the batch is.
 BatchPlan plan_batch(const Batch& batch, int block_size, int vocab);
+
+// The concatenated penalty entries of a plan (what the upload sends), for checks.
+std::vector<PenaltyEntry> penalty_entries(const BatchPlan& plan);
 
 // Whether a plan can run as a captured decode graph: decode only, every sequence sampled.
 bool is_graphable_decode(const BatchPlan& plan);

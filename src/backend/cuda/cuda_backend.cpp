@@ -319,7 +319,7 @@ DeviceBatch CudaBackend::upload(const cuda::BatchPlan& plan, const cuda::KvGathe
                h_dec_ctx = arena_.add(plan.decode_context_lens), h_pre_rows = arena_.add(plan.prefill_table_rows),
                h_pre_start = arena_.add(plan.prefill_q_starts), h_pre_len = arena_.add(plan.prefill_q_lens),
                h_pre_cached = arena_.add(plan.prefill_cached_lens), h_sample = arena_.add(plan.sample_rows),
-               h_params = arena_.add(plan.sampling_params), h_penalties = arena_.add(plan.penalties);
+               h_params = arena_.add(plan.sampling_params), h_penalties = arena_.add_parts(plan.penalty_parts);
   size_t h_src_blocks = 0, h_valid_tokens = 0, h_gather_tables = 0, h_gather_rows = 0;
   if (gather != nullptr) {
     h_src_blocks = arena_.add(gather->src_blocks);

@@ -13,6 +13,16 @@ size_t UploadArena::add_bytes(const void* source, size_t bytes) {
   return offset;
 }
 
+size_t UploadArena::add_parts(const std::vector<std::span<const std::byte>>& parts) {
+  const size_t offset = used_;
+  for (const std::span<const std::byte> part : parts) {
+    pending_.push_back({part.data(), part.size(), used_});
+    used_ += part.size();
+  }
+  used_ = (used_ + 15) / 16 * 16;  // 16-byte aligned arrays
+  return offset;
+}
+
 void UploadArena::upload(cudaStream_t stream) {
   if (used_ > host_.bytes()) {
     // Earlier transfers may still read the old buffers.

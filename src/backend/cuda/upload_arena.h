@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backend/cuda/device_buffer.h"
@@ -22,6 +23,10 @@ class UploadArena {
   size_t add(const std::vector<T>& values) {
     return add_bytes(values.data(), values.size() * sizeof(T));
   }
+
+  // Queues the concatenation of `parts` as one array (each part a whole number of the array's elements, whose size
+  // divides 16); returns its handle. The parts must live until upload().
+  size_t add_parts(const std::vector<std::span<const std::byte>>& parts);
 
   // Packs everything queued since begin() and copies it to the device on `stream`.
   void upload(cudaStream_t stream);

@@ -56,7 +56,7 @@ TEST(BatchPlan, PenaltyEntriesAreDistinctAndIgnoreOutOfVocabularyIds) {
   const BatchPlan plan = plan_batch(batch, 16, 1000);
   ASSERT_EQ(plan.sampling_params.size(), 1u);
   std::map<int32_t, int32_t> counts;
-  for (const PenaltyEntry& e : plan.penalties) EXPECT_TRUE(counts.emplace(e.token, e.output_count).second);
+  for (const PenaltyEntry& e : penalty_entries(plan)) EXPECT_TRUE(counts.emplace(e.token, e.output_count).second);
   EXPECT_EQ(counts, (std::map<int32_t, int32_t>{{5, 0}, {6, 2}, {7, 1}}));
   EXPECT_EQ(plan.sampling_params[0].penalty_end - plan.sampling_params[0].penalty_begin, 3);
 }
@@ -65,8 +65,9 @@ TEST(BatchPlan, PenaltyEntriesAreDistinctAndIgnoreOutOfVocabularyIds) {
 std::map<int32_t, int32_t> row_penalties(const BatchPlan& plan, int row) {
   std::map<int32_t, int32_t> counts;
   const DeviceSamplingParams& d = plan.sampling_params[static_cast<size_t>(row)];
+  const std::vector<PenaltyEntry> entries = penalty_entries(plan);
   for (int e = d.penalty_begin; e < d.penalty_end; ++e)
-    EXPECT_TRUE(counts.emplace(plan.penalties[e].token, plan.penalties[e].output_count).second) << "row " << row;
+    EXPECT_TRUE(counts.emplace(entries[e].token, entries[e].output_count).second) << "row " << row;
   return counts;
 }
 
@@ -109,6 +110,26 @@ TEST(BatchPlan, PenaltyListMatchesTheHistoryWalk) {
   const BatchPlan plan = plan_batch(batch, 16, 1000);
   EXPECT_EQ(row_penalties(plan, 0), (std::map<int32_t, int32_t>{{5, 0}, {6, 2}, {7, 1}, {9, 1}}));
   EXPECT_EQ(row_penalties(plan, 1), row_penalties(plan, 0));
+}
+
+// A caller's list with every id in the vocabulary goes into the upload as it is: the plan views it, copies nothing.
+TEST(BatchPlan, PenaltyListWithinTheVocabularyIsViewedNotCopied) {
+  const std::vector<int32_t> table = {0};
+  const std::vector<int32_t> prompt = {5, 6, 5}, output = {6, 7};
+  SamplingParams p;
+  p.repetition_penalty = 1.2f;
+  PenaltyTokens tokens(p, prompt);
+  for (int32_t t : output) tokens.add_output(t);
+  Batch batch;
+  batch.token_ids = {1};
+  batch.sequences = {sequence(1, 3, table, &p)};
+  batch.sequences[0].history = {prompt, output};
+  batch.sequences[0].penalty_tokens = &tokens;
+  const BatchPlan plan = plan_batch(batch, 16, 1000);
+  ASSERT_EQ(plan.penalty_parts.size(), 1u);
+  EXPECT_EQ(static_cast<const void*>(plan.penalty_parts[0].data()), static_cast<const void*>(tokens.entries().data()));
+  EXPECT_TRUE(plan.owned_penalties.empty());
+  EXPECT_EQ(row_penalties(plan, 0), (std::map<int32_t, int32_t>{{5, 0}, {6, 1}, {7, 1}}));
 }
 
 TEST(BatchPlan, PadsDecodePlansWithScratchRows) {

@@ -160,7 +160,7 @@ TEST(GpuSampling, MatchesHostReference) {
     const BatchPlan plan = plan_batch(batch, 16, vocab);
     DeviceArray<float> dlogits(logits), work(logits.size()), probs(logits.size());
     DeviceArray<DeviceSamplingParams> dparams(plan.sampling_params);
-    std::vector<PenaltyEntry> penalties = plan.penalties;
+    std::vector<PenaltyEntry> penalties = penalty_entries(plan);
     if (penalties.empty()) penalties.push_back({});
     DeviceArray<PenaltyEntry> dpenalties(penalties);
     DeviceArray<SampledToken> results(static_cast<size_t>(rows_per_case));

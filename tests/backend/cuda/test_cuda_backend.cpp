@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <tuple>
 
 #include "backend/backend.h"
+#include "backend/sampling.h"
 #include "gpu_test_util.h"
 #include "model/test_model.h"
 
@@ -191,6 +193,83 @@ TEST_P(CudaBackendParityTest, SixSequencesDecodeFromThePoolEndMatchCpu) {
   }
   expect_same_logits(prefill, "prefill of six");
   expect_same_logits(decode, "decode of six");
+}
+
+// Greedy decode with penalties through step(): one row with the caller's penalty list (as the engine keeps it), one
+// without penalties, one whose list the plan walks from the history. Each step's tokens must be the argmax of the
+// same step's GPU logits (forward_logits first; it writes the same K/V) after the penalties, wherever that argmax is
+// not a near-tie: every step sends the rows' lists up again, so a list at the wrong offset or cut short shows as a
+// token the penalties should have ruled out. To make sure they rule one out, each penalised row's unpenalised argmax
+// joins its output history before the step. (Against the CPU's logits the comparison would need the bf16 margin,
+// which the penalties' near-ties often fall under.)
+TEST_P(CudaBackendParityTest, PenalisedDecodeTakesThePenalisedArgmax) {
+  const auto a = prompt(40, 21), b = prompt(25, 22), c = prompt(33, 23);
+  const std::vector<int32_t> table_a = {0, 1, 2, 3}, table_b = {4, 5, 6}, table_c = {7, 8, 9, 10};
+  SamplingParams penalised{.temperature = 0};
+  penalised.repetition_penalty = 1.8f;
+  penalised.presence_penalty = 1.5f;
+  penalised.frequency_penalty = 0.5f;
+  Batch prefill;
+  prefill.token_ids = concat({a, b, c});
+  prefill.sequences = {sequence(40, 0, table_a), sequence(25, 0, table_b), sequence(33, 0, table_c)};
+  gpu_->step(prefill);
+
+  PenaltyTokens list_a(penalised, a);
+  std::vector<int32_t> out_a = {a[3]}, out_b = {b[0]}, out_c = {c[5]};  // the first decode tokens repeat the prompts
+  list_a.add_output(out_a[0]);
+  const size_t vocab = static_cast<size_t>(model_->config.vocab_size);
+  // A row's logits after the penalties, as sample_token applies them.
+  const auto penalise = [&](std::span<const float> row, std::span<const int32_t> prompt_ids,
+                            std::span<const int32_t> output) {
+    std::vector<float> x(row.begin(), row.end());
+    std::vector<int> count(vocab, 0);
+    std::vector<bool> seen(vocab, false);
+    for (int32_t t : prompt_ids) seen[static_cast<size_t>(t)] = true;
+    for (int32_t t : output) seen[static_cast<size_t>(t)] = true, ++count[static_cast<size_t>(t)];
+    for (size_t t = 0; t < vocab; ++t) {
+      if (seen[t]) x[t] = x[t] > 0 ? x[t] / penalised.repetition_penalty : x[t] * penalised.repetition_penalty;
+      if (count[t] > 0) x[t] -= penalised.presence_penalty + penalised.frequency_penalty * static_cast<float>(count[t]);
+    }
+    return x;
+  };
+  int checked = 0, ruled_out = 0;
+  for (int i = 0; i < 6; ++i) {
+    Batch decode;
+    decode.token_ids = {out_a.back(), out_b.back(), out_c.back()};
+    decode.sequences = {sequence(1, 40 + i, table_a), sequence(1, 25 + i, table_b), sequence(1, 33 + i, table_c)};
+    decode.sequences[0].sampling = decode.sequences[2].sampling = &penalised;
+    const std::vector<float> logits = gpu_->forward_logits(decode);
+    const auto row = [&](size_t r) { return std::span(logits).subspan(r * vocab, vocab); };
+    const auto raw_argmax = [&](size_t r) {
+      return static_cast<int32_t>(std::max_element(row(r).begin(), row(r).end()) - row(r).begin());
+    };
+    out_a.push_back(raw_argmax(0));
+    list_a.add_output(out_a.back());
+    out_c.push_back(raw_argmax(2));
+    decode.sequences[0].history = {a, out_a};
+    decode.sequences[0].penalty_tokens = &list_a;
+    decode.sequences[2].history = {c, out_c};
+    const std::vector<SampleResult> gpu = gpu_->step(decode);
+    ASSERT_EQ(gpu.size(), 3u);
+    const std::vector<std::vector<float>> want = {
+        penalise(row(0), a, out_a), std::vector<float>(row(1).begin(), row(1).end()), penalise(row(2), c, out_c)};
+    for (size_t r = 0; r < 3; ++r) {
+      std::vector<float> sorted = want[r];
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      const auto argmax = static_cast<int32_t>(std::max_element(want[r].begin(), want[r].end()) - want[r].begin());
+      if (sorted[0] - sorted[1] > 1e-3f) {
+        ++checked;
+        ruled_out += raw_argmax(r) != argmax;
+        EXPECT_EQ(gpu[r].token, argmax) << "decode step " << i << " row " << r;
+      }
+    }
+    out_a.push_back(gpu[0].token);
+    list_a.add_output(gpu[0].token);
+    out_b.push_back(gpu[1].token);
+    out_c.push_back(gpu[2].token);
+  }
+  EXPECT_GE(checked, 15) << "too few rows without a near-tie";
+  EXPECT_GE(ruled_out, 6) << "the penalties seldom changed the argmax: the test would hardly see them missing";
 }
 
 TEST_P(CudaBackendParityTest, RejectsMalformedBatch) {

@@ -79,12 +79,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAtt
       cp_async_commit();
     }
   };
-  const int current_tile = current_token_tile(p, w);
-  const bool copy_before_wait = current_tile < 0 || current_tile >= kStages - 1;
-  if (copy_before_wait) prologue();
-  wait_for_producer();
-  if (fused) fused_rope<kHeadDim, false>(p, w, q_stage, warp, lane);
-  if (!copy_before_wait) prologue();
+  copy_first_tiles_around_wait<kHeadDim, false>(p, w, kStages - 1, q_stage, warp, lane, prologue);
   WarpState<kHeadDim> st;
   if (fused)
     load_query_fragments<kHeadDim, true>(st.q_frag, q_stage, w.group, lane);

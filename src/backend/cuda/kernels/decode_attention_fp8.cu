@@ -157,12 +157,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
       pages = look_up_next(tile + 1);
     }
   };
-  const int current_tile = current_token_tile(p, w);
-  const bool copy_before_wait = current_tile < 0 || current_tile >= kFp8Stages - 1;
-  if (copy_before_wait) prologue();
-  wait_for_producer();
-  if (fused) fused_rope<kHeadDim, true>(p, w, q_stage, warp, lane);
-  if (!copy_before_wait) prologue();
+  copy_first_tiles_around_wait<kHeadDim, true>(p, w, kFp8Stages - 1, q_stage, warp, lane, prologue);
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
   if (fused)
     load_query_fragments_t<kHeadDim, kHeadBlocks, true>(st.q, q_stage, w.group, lane);

@@ -55,4 +55,19 @@ __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const
   __syncthreads();
 }
 
+// The cp.async kernels' start: `prologue()` (the copies of their first `prologue_tiles` tiles) before waiting for the
+// previous kernel unless one of those tiles holds the current token (current_token_tile), then, with p.rope set, the
+// fused QK-norm/RoPE into `q_stage`, then the prologue if it had to wait. Every thread of the block calls it.
+template <int kHeadDim, bool kFp8, typename Prologue>
+__device__ __forceinline__ void copy_first_tiles_around_wait(const DecodeAttentionParams& p, const BlockWork& w,
+                                                             int prologue_tiles, __nv_bfloat16* q_stage, int warp,
+                                                             int lane, Prologue prologue) {
+  const int current_tile = current_token_tile(p, w);
+  const bool before_wait = current_tile < 0 || current_tile >= prologue_tiles;
+  if (before_wait) prologue();
+  wait_for_producer();
+  if (p.rope.qkv != nullptr) fused_rope<kHeadDim, kFp8>(p, w, q_stage, warp, lane);
+  if (!before_wait) prologue();
+}
+
 }  // namespace qinfer::cuda::decode_block

@@ -42,14 +42,17 @@ std::string gib(double bytes) {
   return text;
 }
 
-// Measured on the H200 (docs/CUDA_NOTES.md): at one row the GEMV beats cuBLASLt, at two the tensor-core GEMV does
-// (below); from three rows on cuBLASLt wins end to end.
-constexpr int kGemvRowLimit = 2;
+// Measured on the H200 (docs/CUDA_NOTES.md): at one row the GEMV beats cuBLASLt, at two to four rows the tensor-core
+// GEMV does (below); from five rows on cuBLASLt wins end to end.
+constexpr int kGemvRowLimit = 4;
+// The tensor-core GEMV wins only next to the register decode attention: between the ring attention kernels it makes
+// the step a third slower (run 68), so it takes no more rows than the register kernel takes sequences.
+static_assert(kGemvRowLimit <= cuda::kDecodeAttentionRegisterBatch);
 
-// Two-row linears run on the tensor-core GEMV, which beats both the GEMV and cuBLASLt there (run 46: B=2 decode
-// -12.5 %). From three rows on it loses to cuBLASLt end to end (runs 45-46), so those stay on cuBLASLt.
+// Linears of 2-4 rows run on the tensor-core GEMV, which beats both the GEMV and cuBLASLt there (run 46: B=2 decode
+// -12.5 %; run 68: B=4 -11 %).
 bool runs_on_mma_gemv(const cuda::GemvParams& params) {
-  return params.num_rows == 2 && cuda::gemv_mma_supports(params);
+  return params.num_rows >= 2 && cuda::gemv_mma_supports(params);
 }
 
 void launch_decode_linear(const cuda::GemvParams& params, cudaStream_t stream) {

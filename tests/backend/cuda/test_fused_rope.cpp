@@ -1,6 +1,6 @@
 // The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope) against the
 // two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and every
-// cache byte (and fp8 scale) must be bit-identical: the register kernels with one and two sequences, the cp.async and
+// cache byte (and fp8 scale) must be bit-identical: the register kernels with one to four sequences, the cp.async and
 // bulk-copy kernels with 3 to 64 (the current token in the first tiles, copied after the wait, or later), over both
 // cache dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128; kBulkCopy runs the fp8 cp.async
 // kernel otherwise) and head_dim 64 and 128.
@@ -223,6 +223,9 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back({128, 8, 8, {17, 64}, fp8, kRegisters});
     cases.push_back({64, 16, 1, {1, 300}, fp8, kRegisters});
     cases.push_back({64, 12, 4, {129}, fp8, kRegisters});
+    // kAuto's register batch: up to four sequences.
+    cases.push_back({128, 32, 8, {70, 1, 1025, 64}, fp8, kRegisters});
+    cases.push_back({128, 8, 8, {129, 17, 640}, fp8, kRegisters});
   }
   // Current tokens first or last in a tile, in the prologue's tiles or later ones, with and without splits.
   constexpr auto kCpAsync = DecodeAttentionKernel::kCpAsync;

@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(DecodeAttentionP
 template <int kHeadDim>
 void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
-  const int shared = ring_bytes<kHeadDim>() + (p.rope.qkv != nullptr ? kGroupRows * kHeadDim * 2 : 0);  // + q stage
+  const int shared = ring_bytes<kHeadDim>() + fused_query_stage_bytes<kHeadDim>(p);
   launch_decode_blocks(decode_attention_kernel<kHeadDim>, p, shared, stream, p);
 }
 

@@ -192,8 +192,7 @@ void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream
   const bool one_head_block = fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    // + the fused RoPE's query stage
-    const int shared = Fp8Layout<kHeadDim>::kSharedBytes + (params.rope.qkv != nullptr ? kGroupRows * kHeadDim * 2 : 0);
+    const int shared = Fp8Layout<kHeadDim>::kSharedBytes + fused_query_stage_bytes<kHeadDim>(params);
     launch_decode_blocks(
         one_head_block ? decode_attention_fp8_kernel<kHeadDim, 1> : decode_attention_fp8_kernel<kHeadDim, 2>, params,
         shared, stream, params);

@@ -1,11 +1,17 @@
-// The register decode attention kernels' fused QK-norm / RoPE / cache write (DecodeAttentionParams::rope): the work
-// the QK-norm/RoPE kernel would do for the block's decode token, with that kernel's per-head math (qk_norm_rope.cuh).
+// The decode attention kernels' fused QK-norm / RoPE / cache write (DecodeAttentionParams::rope): the work the
+// QK-norm/RoPE kernel would do for the block's decode token, with that kernel's per-head math (qk_norm_rope.cuh).
 #pragma once
 
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/qk_norm_rope.cuh"
 
 namespace qinfer::cuda::decode_block {
+
+// Shared memory a launch adds for fused_rope's query stage ([kGroupRows][kHeadDim] bf16): none when not fused.
+template <int kHeadDim>
+int fused_query_stage_bytes(const DecodeAttentionParams& p) {
+  return p.rope.qkv != nullptr ? kGroupRows * kHeadDim * static_cast<int>(sizeof(__nv_bfloat16)) : 0;
+}
 
 // The GQA group's query heads of the block's decode token, normalised and rotated, into `q_stage` ([group][kHeadDim]
 // bf16, shared memory); and where the block's split holds the sequence's current token, that token's K (normalised,

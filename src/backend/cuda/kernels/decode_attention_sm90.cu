@@ -169,8 +169,7 @@ CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionPar
 template <int kHeadDim>
 void launch_for_head_dim(const BulkCopyParams& params, cudaStream_t stream) {
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
-  const bool fused = params.attention.rope.qkv != nullptr;
-  const int shared = shared_bytes<kHeadDim>() + (fused ? kGroupRows * kHeadDim * 2 : 0);  // + the query stage
+  const int shared = shared_bytes<kHeadDim>() + fused_query_stage_bytes<kHeadDim>(params.attention);
   launch_decode_blocks(decode_attention_bulk_copy_kernel<kHeadDim>, params.attention, shared, stream, params);
 }
 

@@ -21,15 +21,15 @@ struct DecodeGraphKey {
 
 // Decode graphs of at most this many padded sequences start each kernel launched with programmatic dependent launch
 // once every block of its predecessor has begun (start_dependents_at_launch_completion). Measured (docs/PERFORMANCE.md
-// "Session 12"): 3-8 sequences 2-3.4 % faster per step; at 16 and 64 sequences no gain, over an fp8 cache at 64 a
+// "Session 12"): 3-8 sequences 2-4 % faster per step; at 16 and 64 sequences no gain, over an fp8 cache at 64 a
 // loss.
 inline constexpr int kLaunchCompletionMaxSequences = 8;
 
 // Rewrites every programmatic edge of `graph` to leave its predecessor's launch-completion port: the successor starts
 // once all blocks of its predecessor have begun, instead of once they all called allow_dependents(). cuBLASLt's
-// GEMMs never call it before their epilogue, so otherwise the kernel after each GEMM launches only as the GEMM
-// drains. Ordering is unchanged: the successor's wait_for_producer() still waits for its predecessor to complete and
-// its writes to be visible. Returns the number of edges rewritten.
+// GEMMs let their successor launch only near their end, so otherwise the kernel after each GEMM launches only as the
+// GEMM drains. Ordering is unchanged: the successor's wait_for_producer() still waits for its predecessor to complete
+// and its writes to be visible. Returns the number of edges rewritten.
 size_t start_dependents_at_launch_completion(cudaGraph_t graph);
 
 class DecodeGraphCache {

@@ -57,9 +57,8 @@ struct DecodeAttentionParams {
 // either cache dtype. kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches
 // above kDecodeAttentionSmallBatch sequences; for at most kDecodeAttentionRegisterBatch sequences the register kernel,
 // else the cp.async kernel (docs/PERFORMANCE.md "Session 7" and "Session 12" have the measurements behind both
-// thresholds). Over an fp8
-// cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy kernel's
-// tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
+// thresholds). Over an fp8 cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8
+// (the bulk-copy kernel's tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kRegisters };
 constexpr int kDecodeAttentionSmallBatch = 4;
 constexpr int kDecodeAttentionRegisterBatch = 4;

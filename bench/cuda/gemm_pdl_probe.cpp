@@ -19,6 +19,7 @@
 #include "backend/cuda/cublaslt_gemm.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/graph_cache.h"
 #include "backend/cuda/kernels/gemv_mma.h"
 #include "fill_random.h"
 
@@ -110,20 +111,16 @@ class Probe {
     size_t roots = 1;
     cudaGraphNode_t producer = nullptr;
     CUDA_CHECK(cudaGraphGetRootNodes(graph, &producer, &roots));
-    size_t count = 0;
-    CUDA_CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count));
-    std::vector<cudaGraphNode_t> from(count), to(count);
-    std::vector<cudaGraphEdgeData> data(count);
-    CUDA_CHECK(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count));
+    const GraphEdges edges = graph_edges(graph);
     kernels.clear();
-    for (size_t i = 0; i < count; ++i) {
-      if (is_kernel(to[i])) kernels += (kernels.empty() ? "" : ", ") + kernel_name(to[i]);
-      if (!programmatic || from[i] != producer || !is_kernel(to[i])) continue;
+    for (size_t i = 0; i < edges.data.size(); ++i) {
+      if (!is_kernel(edges.to[i])) continue;
+      kernels += (kernels.empty() ? "" : ", ") + kernel_name(edges.to[i]);
+      if (!programmatic || edges.from[i] != producer) continue;
       cudaGraphEdgeData early{};
       early.type = cudaGraphDependencyTypeProgrammatic;
       early.from_port = cudaGraphKernelNodePortProgrammatic;
-      CUDA_CHECK(cudaGraphRemoveDependencies(graph, &from[i], &to[i], &data[i], 1));
-      CUDA_CHECK(cudaGraphAddDependencies(graph, &from[i], &to[i], &early, 1));
+      replace_edge(graph, edges, i, early);
     }
     cudaGraphExec_t exec = nullptr;
     CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));

@@ -1,7 +1,5 @@
 #include "backend/cuda/graph_cache.h"
 
-#include <vector>
-
 #include "backend/cuda/cuda_check.h"
 
 namespace qinfer::cuda {
@@ -13,20 +11,30 @@ constexpr size_t kMaxGraphs = 64;
 
 }  // namespace
 
-size_t start_dependents_at_launch_completion(cudaGraph_t graph) {
+GraphEdges graph_edges(cudaGraph_t graph) {
   size_t count = 0;
   CUDA_CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count));
-  std::vector<cudaGraphNode_t> from(count), to(count);
-  std::vector<cudaGraphEdgeData> data(count);
-  CUDA_CHECK(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &count));
+  GraphEdges edges{std::vector<cudaGraphNode_t>(count), std::vector<cudaGraphNode_t>(count),
+                   std::vector<cudaGraphEdgeData>(count)};
+  CUDA_CHECK(cudaGraphGetEdges(graph, edges.from.data(), edges.to.data(), edges.data.data(), &count));
+  return edges;
+}
+
+void replace_edge(cudaGraph_t graph, const GraphEdges& edges, size_t i, const cudaGraphEdgeData& data) {
+  CUDA_CHECK(cudaGraphRemoveDependencies(graph, &edges.from[i], &edges.to[i], &edges.data[i], 1));
+  CUDA_CHECK(cudaGraphAddDependencies(graph, &edges.from[i], &edges.to[i], &data, 1));
+}
+
+size_t start_dependents_at_launch_completion(cudaGraph_t graph) {
+  const GraphEdges edges = graph_edges(graph);
   size_t rewritten = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (data[i].type != cudaGraphDependencyTypeProgrammatic || data[i].from_port != cudaGraphKernelNodePortProgrammatic)
+  for (size_t i = 0; i < edges.data.size(); ++i) {
+    const cudaGraphEdgeData& data = edges.data[i];
+    if (data.type != cudaGraphDependencyTypeProgrammatic || data.from_port != cudaGraphKernelNodePortProgrammatic)
       continue;
-    cudaGraphEdgeData at_launch = data[i];
+    cudaGraphEdgeData at_launch = data;
     at_launch.from_port = cudaGraphKernelNodePortLaunchCompletion;
-    CUDA_CHECK(cudaGraphRemoveDependencies(graph, &from[i], &to[i], &data[i], 1));
-    CUDA_CHECK(cudaGraphAddDependencies(graph, &from[i], &to[i], &at_launch, 1));
+    replace_edge(graph, edges, i, at_launch);
     ++rewritten;
   }
   return rewritten;

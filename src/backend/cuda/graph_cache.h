@@ -7,6 +7,7 @@
 #include <compare>
 #include <functional>
 #include <map>
+#include <vector>
 
 namespace qinfer::cuda {
 
@@ -18,6 +19,16 @@ struct DecodeGraphKey {
   int context_bucket = 0;
   auto operator<=>(const DecodeGraphKey&) const = default;
 };
+
+// Every dependency edge of a graph: to[i] depends on from[i] as data[i] says.
+struct GraphEdges {
+  std::vector<cudaGraphNode_t> from, to;
+  std::vector<cudaGraphEdgeData> data;
+};
+GraphEdges graph_edges(cudaGraph_t graph);
+
+// Replaces edge i of `edges` (read from `graph`) by one with the same endpoints and `data`.
+void replace_edge(cudaGraph_t graph, const GraphEdges& edges, size_t i, const cudaGraphEdgeData& data);
 
 // Decode graphs of at most this many padded sequences start each kernel launched with programmatic dependent launch
 // once every block of its predecessor has begun (start_dependents_at_launch_completion). Measured (docs/PERFORMANCE.md

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cuda/graph_cache.h"
+#include "backend/cuda/kernels/device_probe.h"
 #include "backend/cuda/kernels/gemv.h"
 #include "gpu_test_util.h"
 
@@ -17,30 +18,9 @@ namespace {
 
 using namespace testing;  // DeviceArray, random inputs
 
-struct Edges {
-  std::vector<cudaGraphNode_t> from, to;
-  std::vector<cudaGraphEdgeData> data;
-};
-
-Edges edges_of(cudaGraph_t graph) {
-  size_t count = 0;
-  CUDA_CHECK(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &count));
-  Edges edges{std::vector<cudaGraphNode_t>(count), std::vector<cudaGraphNode_t>(count),
-              std::vector<cudaGraphEdgeData>(count)};
-  CUDA_CHECK(cudaGraphGetEdges(graph, edges.from.data(), edges.to.data(), edges.data.data(), &count));
-  return edges;
-}
-
-bool supports_pdl() {
-  int device = 0, major = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 9;
-}
-
 TEST(DecodeGraphEdges, LaunchCompletionKeepsEveryDependency) {
   SKIP_WITHOUT_GPU();
-  if (!supports_pdl()) GTEST_SKIP() << "programmatic dependent launch needs compute capability 9.0";
+  if (!device_supports_pdl()) GTEST_SKIP() << "programmatic dependent launch needs compute capability 9.0";
   constexpr int kWidth = 2048, kLinears = 6;
   std::mt19937 rng(7);
   // [kWidth, kWidth] each; small weights keep the chained activations in bf16's range.
@@ -68,13 +48,13 @@ TEST(DecodeGraphEdges, LaunchCompletionKeepsEveryDependency) {
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   enqueue_chain();
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  const Edges before = edges_of(graph);
+  const GraphEdges before = graph_edges(graph);
   size_t programmatic = 0;
   for (const auto& data : before.data) programmatic += data.type == cudaGraphDependencyTypeProgrammatic;
   ASSERT_EQ(programmatic, size_t{kLinears - 1}) << "every GEMV after the first is launched programmatically";
 
   EXPECT_EQ(start_dependents_at_launch_completion(graph), programmatic);
-  const Edges after = edges_of(graph);
+  const GraphEdges after = graph_edges(graph);
   ASSERT_EQ(after.data.size(), before.data.size());
   for (size_t i = 0; i < before.data.size(); ++i) {
     // Same endpoints (in any order); programmatic edges now leave the launch-completion port, the others unchanged.

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/device_probe.h"
 
 namespace qinfer::cuda {
 
@@ -26,9 +27,6 @@ __device__ __forceinline__ void allow_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-
-// True when the current device supports programmatic dependent launch (compute capability 9.0 or newer).
-bool device_supports_pdl();
 
 // Launches `kernel(params)` allowing it to overlap its predecessor on `stream` (see above).
 template <typename Params>

@@ -1,5 +1,7 @@
 #include "backend/cuda/graph_cache.h"
 
+#include <cuda.h>
+
 #include "backend/cuda/cuda_check.h"
 
 namespace qinfer::cuda {
@@ -25,12 +27,37 @@ void replace_edge(cudaGraph_t graph, const GraphEdges& edges, size_t i, const cu
   CUDA_CHECK(cudaGraphAddDependencies(graph, &edges.from[i], &edges.to[i], &data, 1));
 }
 
-size_t start_dependents_at_launch_completion(cudaGraph_t graph) {
+std::string kernel_node_name(cudaGraphNode_t node) {
+  cudaGraphNodeType type{};
+  CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+  if (type != cudaGraphNodeTypeKernel) return "";
+  // Through the driver's entry points: the runtime cannot name kernels launched through the driver (cuBLASLt's),
+  // and qinfer links no libcuda.
+  using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+  using FuncName = CUresult (*)(const char**, CUfunction);
+  void* get_params = nullptr;
+  void* func_name = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &get_params, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      cudaGetDriverEntryPointByVersion("cuFuncGetName", &func_name, 12030, cudaEnableDefault, &found) != cudaSuccess)
+    return "";
+  CUDA_KERNEL_NODE_PARAMS params{};
+  const char* name = nullptr;
+  if (reinterpret_cast<GetParams>(get_params)(node, &params) != CUDA_SUCCESS || params.func == nullptr ||
+      reinterpret_cast<FuncName>(func_name)(&name, params.func) != CUDA_SUCCESS || name == nullptr)
+    return "";
+  return name;
+}
+
+size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view successor_name_part) {
   const GraphEdges edges = graph_edges(graph);
   size_t rewritten = 0;
   for (size_t i = 0; i < edges.data.size(); ++i) {
     const cudaGraphEdgeData& data = edges.data[i];
     if (data.type != cudaGraphDependencyTypeProgrammatic || data.from_port != cudaGraphKernelNodePortProgrammatic)
+      continue;
+    if (!successor_name_part.empty() && kernel_node_name(edges.to[i]).find(successor_name_part) == std::string::npos)
       continue;
     cudaGraphEdgeData at_launch = data;
     at_launch.from_port = cudaGraphKernelNodePortLaunchCompletion;
@@ -48,7 +75,8 @@ void DecodeGraphCache::launch(const DecodeGraphKey& key, const std::function<voi
     CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     enqueue();
     CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    if (key.padded_sequences <= kLaunchCompletionMaxSequences) start_dependents_at_launch_completion(graph);
+    start_dependents_at_launch_completion(
+        graph, key.padded_sequences <= kLaunchCompletionMaxSequences ? std::string_view{} : kDecodeAttentionNamePart);
     cudaGraphExec_t exec = nullptr;
     CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     CUDA_CHECK(cudaGraphDestroy(graph));

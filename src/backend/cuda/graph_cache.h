@@ -7,6 +7,8 @@
 #include <compare>
 #include <functional>
 #include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace qinfer::cuda {
@@ -30,18 +32,26 @@ GraphEdges graph_edges(cudaGraph_t graph);
 // Replaces edge i of `edges` (read from `graph`) by one with the same endpoints and `data`.
 void replace_edge(cudaGraph_t graph, const GraphEdges& edges, size_t i, const cudaGraphEdgeData& data);
 
-// Decode graphs of at most this many padded sequences start each kernel launched with programmatic dependent launch
-// once every block of its predecessor has begun (start_dependents_at_launch_completion). Measured (docs/PERFORMANCE.md
-// "Session 12"): 3-8 sequences 2-4 % faster per step; at 16 and 64 sequences no gain, over an fp8 cache at 64 a
-// loss.
-inline constexpr int kLaunchCompletionMaxSequences = 8;
+// The name of the kernel `node` launches, as the driver reports it (mangled); "" for other nodes or when the driver
+// cannot tell (it needs CUDA 12.3's cuFuncGetName).
+std::string kernel_node_name(cudaGraphNode_t node);
 
-// Rewrites every programmatic edge of `graph` to leave its predecessor's launch-completion port: the successor starts
+// Decode graphs of at most this many padded sequences start each kernel launched with programmatic dependent launch
+// once every block of its predecessor has begun (start_dependents_at_launch_completion). Larger graphs do so only
+// for the decode attention kernels (kDecodeAttentionNamePart). Measured (docs/PERFORMANCE.md "Session 12" and
+// "Session 13"): every edge rewritten gains 2-4 % at 3-8 sequences and nothing at 16 and 64 (fp8 at 64: a loss);
+// only the edges into decode attention gain 1-3 % at 16-64.
+inline constexpr int kLaunchCompletionMaxSequences = 8;
+// Part of the name of every decode attention kernel (kernels/decode_attention*.cu).
+inline constexpr std::string_view kDecodeAttentionNamePart = "decode_attention";
+
+// Rewrites the programmatic edges of `graph` to leave their predecessor's launch-completion port: the successor starts
 // once all blocks of its predecessor have begun, instead of once they all called allow_dependents(). cuBLASLt's
 // GEMMs let their successor launch only near their end, so otherwise the kernel after each GEMM launches only as the
 // GEMM drains. Ordering is unchanged: the successor's wait_for_producer() still waits for its predecessor to complete
-// and its writes to be visible. Returns the number of edges rewritten.
-size_t start_dependents_at_launch_completion(cudaGraph_t graph);
+// and its writes to be visible. With a non-empty `successor_name_part` only the edges into kernels whose name
+// (kernel_node_name) contains it are rewritten. Returns the number of edges rewritten.
+size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view successor_name_part = {});
 
 class DecodeGraphCache {
  public:

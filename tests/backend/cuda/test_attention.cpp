@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "backend/cuda/graph_cache.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "gpu_test_util.h"
@@ -175,6 +178,26 @@ std::string kernel_name(DecodeAttentionKernel kernel) {
                                                        : "cp.async";
 }
 
+// The names of the kernels `enqueue` launches on a stream (kernel_node_name of a captured graph's kernel nodes).
+std::vector<std::string> captured_kernel_names(const std::function<void(cudaStream_t)>& enqueue) {
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  enqueue(stream);
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  size_t count = 0;
+  CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+  std::vector<std::string> names;
+  for (cudaGraphNode_t node : nodes)
+    if (std::string name = kernel_node_name(node); !name.empty()) names.push_back(std::move(name));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  return names;
+}
+
 // The KV cache a decode attention case reads: bf16, or fp8 (the same random values through the host quantiser,
 // checked against a reference over the dequantised values).
 enum class CacheDtype { kBf16, kFp8 };
@@ -269,6 +292,13 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
         << (fp8 ? "fp8 " : "bf16 ") << kernel_name(kernel) << ", launch " << launch << ", splits " << p.num_splits;
     for (uint32_t count : counters.download()) ASSERT_EQ(count, 0u);
   }
+  // Decode graphs find the attention kernel by name (graph_cache.h): whichever kernel runs must carry it.
+  const std::vector<std::string> names =
+      captured_kernel_names([&](cudaStream_t stream) { launch_decode_attention(p, stream, kernel); });
+  ASSERT_FALSE(names.empty());
+  EXPECT_TRUE(std::ranges::any_of(names, [](const std::string& name) {
+    return name.find(kDecodeAttentionNamePart) != std::string::npos;
+  })) << names.front();
 }
 
 // GQA 4:1 (Qwen3), 8:1 and 1:1 at head_dim 128 run the fp8 bulk-copy kernel (groups up to 8, one head block); 16:1

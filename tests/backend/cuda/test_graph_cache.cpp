@@ -1,16 +1,20 @@
 // start_dependents_at_launch_completion over a captured chain of programmatically launched kernels: every
-// programmatic edge leaves its predecessor's launch-completion port afterwards, no other edge changes, and replays of
-// the rewritten graph give the bits of the same chain launched on the stream (each GEMV reads its predecessor's
-// output, so a successor that ran ahead of its producer would read poisoned values).
+// programmatic edge (or, filtered by the successor's name, exactly those into the named kernels) leaves its
+// predecessor's launch-completion port afterwards, no other edge changes, and replays of the rewritten graph give the
+// bits of the same chain launched on the stream (each GEMV reads its predecessor's output, so a successor that ran
+// ahead of its producer would read poisoned values).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cuda/graph_cache.h"
 #include "backend/cuda/kernels/device_probe.h"
 #include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/gemv_mma.h"
 #include "gpu_test_util.h"
 
 namespace qinfer::cuda {
@@ -18,9 +22,9 @@ namespace {
 
 using namespace testing;  // DeviceArray, random inputs
 
-TEST(DecodeGraphEdges, LaunchCompletionKeepsEveryDependency) {
-  SKIP_WITHOUT_GPU();
-  if (!device_supports_pdl()) GTEST_SKIP() << "programmatic dependent launch needs compute capability 9.0";
+// A chain of 6 one-row linears, odd ones on the tensor-core GEMV (kernel names "...gemv_kernel..." and
+// "...gemv_mma_kernel..."), captured and rewritten with `successor_name_part`; `expected_rewritten` edges must change.
+void check_rewritten_chain(std::string_view successor_name_part, size_t expected_rewritten) {
   constexpr int kWidth = 2048, kLinears = 6;
   std::mt19937 rng(7);
   // [kWidth, kWidth] each; small weights keep the chained activations in bf16's range.
@@ -32,10 +36,14 @@ TEST(DecodeGraphEdges, LaunchCompletionKeepsEveryDependency) {
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto enqueue_chain = [&] {
-    for (int i = 0; i < kLinears; ++i)
-      launch_gemv(
-          {i == 0 ? x.get() : outputs[i - 1].get(), weights[i].get(), outputs[i].get(), false, 1, kWidth, kWidth},
-          stream);
+    for (int i = 0; i < kLinears; ++i) {
+      const GemvParams params{
+          i == 0 ? x.get() : outputs[i - 1].get(), weights[i].get(), outputs[i].get(), false, 1, kWidth, kWidth};
+      if (i % 2 == 1)
+        launch_gemv_mma(params, gemv_mma_default_shape(kWidth), stream);
+      else
+        launch_gemv(params, stream);
+    }
   };
   const auto poison = [&] {
     for (auto& y : outputs) CUDA_CHECK(cudaMemsetAsync(y.get(), 0xFF, kWidth * sizeof(__nv_bfloat16), stream));
@@ -53,19 +61,22 @@ TEST(DecodeGraphEdges, LaunchCompletionKeepsEveryDependency) {
   for (const auto& data : before.data) programmatic += data.type == cudaGraphDependencyTypeProgrammatic;
   ASSERT_EQ(programmatic, size_t{kLinears - 1}) << "every GEMV after the first is launched programmatically";
 
-  EXPECT_EQ(start_dependents_at_launch_completion(graph), programmatic);
+  EXPECT_EQ(start_dependents_at_launch_completion(graph, successor_name_part), expected_rewritten);
   const GraphEdges after = graph_edges(graph);
   ASSERT_EQ(after.data.size(), before.data.size());
   for (size_t i = 0; i < before.data.size(); ++i) {
-    // Same endpoints (in any order); programmatic edges now leave the launch-completion port, the others unchanged.
+    // Same endpoints (in any order); the selected programmatic edges now leave the launch-completion port, the others
+    // are unchanged.
     size_t j = 0;
     while (j < after.data.size() && !(after.from[j] == before.from[i] && after.to[j] == before.to[i])) ++j;
     ASSERT_LT(j, after.data.size()) << "edge " << i << " lost";
+    const std::string successor = kernel_node_name(before.to[i]);
+    const bool selected = before.data[i].type == cudaGraphDependencyTypeProgrammatic &&
+                          successor.find(successor_name_part) != std::string::npos;
     EXPECT_EQ(after.data[j].type, before.data[i].type);
     EXPECT_EQ(after.data[j].to_port, before.data[i].to_port);
-    EXPECT_EQ(after.data[j].from_port, before.data[i].type == cudaGraphDependencyTypeProgrammatic
-                                           ? cudaGraphKernelNodePortLaunchCompletion
-                                           : before.data[i].from_port);
+    EXPECT_EQ(after.data[j].from_port, selected ? cudaGraphKernelNodePortLaunchCompletion : before.data[i].from_port)
+        << "edge into " << successor;
   }
 
   cudaGraphExec_t exec = nullptr;
@@ -82,6 +93,20 @@ TEST(DecodeGraphEdges, LaunchCompletionKeepsEveryDependency) {
   CUDA_CHECK(cudaGraphExecDestroy(exec));
   CUDA_CHECK(cudaGraphDestroy(graph));
   CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST(DecodeGraphEdges, LaunchCompletionKeepsEveryDependency) {
+  SKIP_WITHOUT_GPU();
+  if (!device_supports_pdl()) GTEST_SKIP() << "programmatic dependent launch needs compute capability 9.0";
+  check_rewritten_chain({}, 5);
+}
+
+TEST(DecodeGraphEdges, LaunchCompletionOnlyIntoNamedKernels) {
+  SKIP_WITHOUT_GPU();
+  if (!device_supports_pdl()) GTEST_SKIP() << "programmatic dependent launch needs compute capability 9.0";
+  check_rewritten_chain("gemv_mma_kernel", 3);  // the edges into linears 1, 3 and 5
+  check_rewritten_chain("gemv_kernel", 2);      // into linears 2 and 4 (the first has no predecessor)
+  check_rewritten_chain("no such kernel", 0);
 }
 
 }  // namespace

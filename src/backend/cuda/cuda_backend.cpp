@@ -46,8 +46,17 @@ std::string gib(double bytes) {
 // GEMV does (below); from five rows on cuBLASLt wins end to end.
 constexpr int kGemvRowLimit = 4;
 // The tensor-core GEMV wins only next to the register decode attention: between the ring attention kernels it makes
-// the step a third slower (run 68), so it takes no more rows than the register kernel takes sequences.
+// the step a third slower (run 68; 4 sequences at 2-8 K next to the bulk-copy kernel: +29 to +37 %, runs 73-74), so it
+// takes no more rows than the register kernel takes sequences, and steps whose decode attention runs a ring kernel
+// (long contexts) keep it to one row (gemv_rows_next_to).
 static_assert(kGemvRowLimit <= cuda::kDecodeAttentionRegisterBatch);
+
+// The most rows a step's linears run on the GEMVs, given its decode attention (none: num_decode 0).
+int gemv_rows_next_to(const cuda::DecodeAttentionParams& decode) {
+  const bool register_attention =
+      decode.num_decode == 0 || cuda::decode_attention_auto_kernel(decode) == cuda::DecodeAttentionKernel::kRegisters;
+  return register_attention ? kGemvRowLimit : 1;
+}
 
 // Linears of 2-4 rows run on the tensor-core GEMV, which beats both the GEMV and cuBLASLt there (run 46: B=2 decode
 // -12.5 %; run 68: B=4 -11 %).
@@ -107,7 +116,8 @@ class CudaBackend final : public Backend {
                                      const cuda::KvGatherPlan& gather, const DeviceBatch& d);
   // Enqueues sampling of `rows` logits rows and the copy of their results to workspace_->host_results.
   void enqueue_sampling(int rows, const DeviceBatch& d);
-  void linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32 = false);
+  // y = x W^T on the GEMVs for up to gemv_rows rows (at most kGemvRowLimit), else on cuBLASLt.
+  void linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, int gemv_rows, bool y_fp32 = false);
   void warm_up_gemms();
   bool fp8() const { return kv_shape_.dtype == KvCacheDtype::kFp8E4m3; }
   // bf16 cache: layer's K or V pool. fp8 cache: its E4M3 bytes and scales.
@@ -282,15 +292,16 @@ void CudaBackend::warm_up_gemms() {
     warm(w.activation.as<bf16>(), lw.down, c.hidden_size, c.intermediate_size, w.delta.data());
     if (bucket == first_bucket || bucket / 2 < options_.max_num_seqs)
       linear(w.final_normed.as<bf16>(), std::min(bucket, options_.max_num_seqs), weights_.lm_head, c.vocab_size,
-             c.hidden_size, w.logits.data(), true);
+             c.hidden_size, w.logits.data(), kGemvRowLimit, true);
     if (rows == options_.max_num_batched_tokens) break;
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-void CudaBackend::linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, bool y_fp32) {
+void CudaBackend::linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, int gemv_rows,
+                         bool y_fp32) {
   if (rows == 0) return;
-  if (rows <= kGemvRowLimit) {
+  if (rows <= gemv_rows) {
     launch_decode_linear({x, weight, y, y_fp32, rows, n, k}, stream_);
   } else {
     gemm_->matmul(x, weight, y, y_fp32, rows, n, k, stream_);
@@ -387,6 +398,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
     cuda::plan_decode_attention_splits(decode, split_context, num_sms_);
     QINFER_CHECK(decode.num_decode * decode.num_splits <= w.max_split_rows);
   }
+  const int gemv_rows = gemv_rows_next_to(decode);
 
   cuda::PrefillAttentionParams prefill;
   prefill.q = w.q.as<bf16>();
@@ -420,7 +432,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
     norm.hidden = hidden;
     norm.eps = eps;
     cuda::launch_fused_add_rmsnorm(norm, stream_);
-    linear(w.normed.as<bf16>(), tokens, lw.qkv, qkv_width, hidden, w.qkv.data());
+    linear(w.normed.as<bf16>(), tokens, lw.qkv, qkv_width, hidden, w.qkv.data(), gemv_rows);
 
     cuda::QkNormRopeCacheWriteParams rope;
     rope.qkv = w.qkv.as<bf16>();
@@ -463,20 +475,20 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
       cuda::launch_decode_attention(decode, stream_);
       cuda::launch_prefill_attention(prefill, stream_);
     }
-    linear(w.attention.as<bf16>(), tokens, lw.o_proj, hidden, c.q_width(), w.delta.data());
+    linear(w.attention.as<bf16>(), tokens, lw.o_proj, hidden, c.q_width(), w.delta.data(), gemv_rows);
 
     norm.delta = w.delta.as<bf16>();
     norm.weight = lw.post_attn_norm;
     cuda::launch_fused_add_rmsnorm(norm, stream_);
-    if (tokens <= kGemvRowLimit) {  // SwiGLU in the GEMV's epilogue: one kernel less per layer
+    if (tokens <= gemv_rows) {  // SwiGLU in the GEMV's epilogue: one kernel less per layer
       cuda::GemvParams gate_up{w.normed.as<bf16>(), lw.gate_up, w.activation.data(), false, tokens, 2 * inter, hidden};
       gate_up.swiglu = true;
       launch_decode_linear(gate_up, stream_);
     } else {
-      linear(w.normed.as<bf16>(), tokens, lw.gate_up, 2 * inter, hidden, w.gate_up.data());
+      linear(w.normed.as<bf16>(), tokens, lw.gate_up, 2 * inter, hidden, w.gate_up.data(), gemv_rows);
       cuda::launch_swiglu({w.gate_up.as<bf16>(), w.activation.as<bf16>(), tokens, inter}, stream_);
     }
-    linear(w.activation.as<bf16>(), tokens, lw.down, hidden, inter, w.delta.data());
+    linear(w.activation.as<bf16>(), tokens, lw.down, hidden, inter, w.delta.data(), gemv_rows);
   }
 
   const int sampled = static_cast<int>(plan.sample_rows.size());
@@ -491,7 +503,7 @@ void CudaBackend::enqueue_forward(const cuda::BatchPlan& plan, const DeviceBatch
   final_norm.hidden = hidden;
   final_norm.eps = eps;
   cuda::launch_fused_add_rmsnorm(final_norm, stream_);
-  linear(w.final_normed.as<bf16>(), sampled, weights_.lm_head, c.vocab_size, hidden, w.logits.data(), true);
+  linear(w.final_normed.as<bf16>(), sampled, weights_.lm_head, c.vocab_size, hidden, w.logits.data(), gemv_rows, true);
 }
 
 void CudaBackend::enqueue_fp8_prefill_attention(int layer, const cuda::PrefillAttentionParams& prefill,

@@ -354,6 +354,40 @@ TEST(DecodeAttentionPlan, CoversContextAndFitsSplitRows) {
             }
 }
 
+// Host-only: kAuto runs the register kernel for 1-4 sequences up to decode_attention_register_context of the planned
+// context and a ring kernel past it or for more sequences (cp.async here: without a pool the device is not asked for
+// the bulk-copy kernel). Splits planned for a context record it.
+TEST(DecodeAttentionPlan, AutoKernelFollowsBatchAndPlannedContext) {
+  const uint8_t fp8_pool_stand_in = 0;
+  for (bool fp8 : {false, true})
+    for (int num_decode : {1, 2, 3, 4, 5, 64}) {
+      DecodeAttentionParams p;
+      p.k_fp8 = fp8 ? &fp8_pool_stand_in : nullptr;
+      p.num_decode = num_decode;
+      p.num_heads = 32;
+      p.num_kv_heads = 8;
+      p.head_dim = 128;
+      SCOPED_TRACE(::testing::Message() << num_decode << " sequences" << (fp8 ? ", fp8" : ", bf16"));
+      EXPECT_EQ(decode_attention_auto_kernel(p), num_decode <= kDecodeAttentionRegisterBatch
+                                                     ? DecodeAttentionKernel::kRegisters
+                                                     : DecodeAttentionKernel::kCpAsync)
+          << "unplanned (context unknown)";
+      for (int context : {64, 1024, 2048, 4096, 8192, 16384}) {
+        plan_decode_attention_splits(p, context, 132);
+        EXPECT_EQ(p.planned_context, context);
+        const bool registers = num_decode <= kDecodeAttentionRegisterBatch &&
+                               context <= decode_attention_register_context(num_decode, fp8);
+        EXPECT_EQ(decode_attention_auto_kernel(p),
+                  registers ? DecodeAttentionKernel::kRegisters : DecodeAttentionKernel::kCpAsync)
+            << "context " << context;
+      }
+    }
+  // The measured thresholds (docs/PERFORMANCE.md "Session 13"): bf16 3-4 sequences leave the register kernel past 2 K.
+  EXPECT_EQ(decode_attention_register_context(4, false), 2048);
+  EXPECT_EQ(decode_attention_register_context(2, false), 8192);
+  EXPECT_EQ(decode_attention_register_context(4, true), 8192);
+}
+
 enum class PrefillKernel { kMmaSync, kWgmma };
 
 struct PrefillCase {

@@ -1,11 +1,13 @@
 // The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope) against the
 // two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and every
-// cache byte (and fp8 scale) must be bit-identical: the register kernels with one to four sequences, the cp.async and
-// bulk-copy kernels with 3 to 64 (the current token in the first tiles, copied after the wait, or later), over both
+// cache byte (and fp8 scale) must be bit-identical: the register kernels with one to eight sequences, the cp.async and
+// bulk-copy kernels with 1 to 64 (the current token in the first tiles, copied after the wait, or later), over both
 // cache dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128; kBulkCopy runs the fp8 cp.async
 // kernel otherwise) and head_dim 64 and 128.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -149,7 +151,10 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     r.eps = 1e-6f;
     return r;
   };
-  const int num_sms = 132, planned_context = 2048;
+  // Splits planned for the power-of-two bucket of the longest context, as decode graphs plan them.
+  const int num_sms = 132,
+            planned_context =
+                static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(2048, stride * block_size))));
   const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(seqs, num_sms));
   DeviceArray<float> split_out(split_rows * c.num_heads * c.head_dim), split_lse(split_rows * c.num_heads);
   DeviceArray<uint32_t> counters(std::vector<uint32_t>(static_cast<size_t>(seqs) * c.num_kv_heads, 0));
@@ -223,9 +228,11 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back({128, 8, 8, {17, 64}, fp8, kRegisters});
     cases.push_back({64, 16, 1, {1, 300}, fp8, kRegisters});
     cases.push_back({64, 12, 4, {129}, fp8, kRegisters});
-    // kAuto's register batch: up to four sequences.
+    // kAuto's register batch (up to four sequences), and the kernel forced past it.
     cases.push_back({128, 32, 8, {70, 1, 1025, 64}, fp8, kRegisters});
     cases.push_back({128, 8, 8, {129, 17, 640}, fp8, kRegisters});
+    cases.push_back({128, 32, 8, {70, 1, 1025, 64, 17, 640, 129, 2048}, fp8, kRegisters});
+    cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, fp8, kRegisters});
   }
   // Current tokens first or last in a tile, in the prologue's tiles or later ones, with and without splits.
   constexpr auto kCpAsync = DecodeAttentionKernel::kCpAsync;
@@ -236,6 +243,11 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, fp8, kCpAsync});
     cases.push_back({128, 64, 4, {640, 513, 64}, fp8, kCpAsync});
   }
+  // kAuto runs the bulk-copy kernel for 1-4 sequences of long contexts.
+  cases.push_back({128, 32, 8, {4099}, false, kBulkCopy});
+  cases.push_back({128, 32, 8, {2049, 70}, false, kBulkCopy});
+  cases.push_back({128, 32, 8, {70, 1, 2049, 640}, true, kBulkCopy});
+  cases.push_back({128, 8, 8, {17, 4099, 129}, true, kBulkCopy});
   cases.push_back({64, 32, 8, {70, 1, 64, 65, 300}, true, kBulkCopy});  // head_dim 64: the fp8 cp.async kernel
   cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, false, kBulkCopy});
   cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, false, kBulkCopy});

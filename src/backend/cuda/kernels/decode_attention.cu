@@ -29,15 +29,8 @@ constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy) {
   return std::min(fp8 ? Fp8Layout<kHeadDim>::kBlocksPerSm : 16, by_shared);
 }
 
-// The kernel a kAuto launch runs: bulk copy where it can run for batches above kDecodeAttentionSmallBatch, else the
-// register kernel for the smallest batches, else cp.async.
 DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
-  if (kernel != DecodeAttentionKernel::kAuto) return kernel;
-  // pool_blocks first: a plan made without a pool (unknown) must not query the device.
-  if (p.pool_blocks > 0 && p.num_decode > kDecodeAttentionSmallBatch && decode_attention_bulk_copy_available(p))
-    return DecodeAttentionKernel::kBulkCopy;
-  return p.num_decode <= kDecodeAttentionRegisterBatch ? DecodeAttentionKernel::kRegisters
-                                                       : DecodeAttentionKernel::kCpAsync;
+  return kernel == DecodeAttentionKernel::kAuto ? decode_attention_auto_kernel(p) : kernel;
 }
 
 // Whether an fp8 launch asked for `kernel` runs the Hopper fp8 kernel: it serves head_dim 128 and groups of at most 8.
@@ -130,7 +123,26 @@ int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block, int
 
 }  // namespace
 
+int decode_attention_register_context(int num_decode, bool fp8) {
+  // Measured on the H200 (docs/PERFORMANCE.md "Session 13", runs 73-74; contexts are the graphs' power-of-two
+  // buckets): 1-2 sequences keep the register kernel up to 8 K (bf16 2 x 8 K+: bulk copy 3.97 against 4.29 ms per
+  // step), 3-4 up to 2 K over bf16 and 8 K over fp8 (which reads half the bytes per key). fp8 with 1-2 sequences was
+  // not measured past 8 K and keeps the register kernel.
+  if (num_decode <= 2) return fp8 ? std::numeric_limits<int>::max() : 8192;
+  return fp8 ? 8192 : 2048;
+}
+
+DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& p) {
+  if (p.num_decode <= kDecodeAttentionRegisterBatch &&
+      p.planned_context <= decode_attention_register_context(p.num_decode, p.k_fp8 != nullptr))
+    return DecodeAttentionKernel::kRegisters;
+  // pool_blocks first: a plan made without a pool (unknown) must not query the device.
+  if (p.pool_blocks > 0 && decode_attention_bulk_copy_available(p)) return DecodeAttentionKernel::kBulkCopy;
+  return DecodeAttentionKernel::kCpAsync;
+}
+
 void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms) {
+  p.planned_context = max_context_len;
   const int64_t pairs = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
   const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, DecodeAttentionKernel::kAuto);
   const int64_t capacity =

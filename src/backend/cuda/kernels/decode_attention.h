@@ -45,6 +45,9 @@ struct DecodeAttentionParams {
   int block_size = 0;
   int tokens_per_split = 0;  // multiple of 64
   int num_splits = 1;
+  // The longest context the splits were planned for (plan_decode_attention_splits sets it); kAuto picks the kernel by
+  // it. 0: unknown, taken as short.
+  int planned_context = 0;
   float scale = 0;  // head_dim^-0.5
   // rope.qkv set (every kernel takes it): the kernel does the QK-norm / RoPE / cache write of its decode tokens
   // itself, with the QK-norm/RoPE kernel's own per-head math (bit-identical q and K/V): each block its GQA group's
@@ -54,14 +57,23 @@ struct DecodeAttentionParams {
 };
 
 // Which kernel runs a launch: the cp.async kernel (sm_80+), the Hopper bulk-copy kernel, or the register kernel, for
-// either cache dtype. kAuto: the bulk-copy kernel where it can run (decode_attention_bulk_copy_available) for batches
-// above kDecodeAttentionSmallBatch sequences; for at most kDecodeAttentionRegisterBatch sequences the register kernel,
-// else the cp.async kernel (docs/PERFORMANCE.md "Session 7" and "Session 12" have the measurements behind both
-// thresholds). Over an fp8 cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8
-// (the bulk-copy kernel's tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
+// either cache dtype. kAuto (decode_attention_auto_kernel): the register kernel for at most
+// kDecodeAttentionRegisterBatch sequences whose planned context is within decode_attention_register_context; else the
+// bulk-copy kernel where it can run (decode_attention_bulk_copy_available), else the cp.async kernel
+// (docs/PERFORMANCE.md "Session 7", "Session 12" and "Session 13" have the measurements behind the thresholds). Over an
+// fp8 cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy
+// kernel's tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kRegisters };
-constexpr int kDecodeAttentionSmallBatch = 4;
 constexpr int kDecodeAttentionRegisterBatch = 4;
+
+// The longest planned context at which kAuto still runs the register kernel for `num_decode` sequences (1 to
+// kDecodeAttentionRegisterBatch). The register kernel loads each split's keys once, without a pipeline: it wins while
+// the splits are short, and the bulk-copy kernel's ring wins beyond (runs 73-74: 4 bf16 sequences in the 2 K bucket
+// 3.13 against 3.25 ms per step, in the 4 K bucket 3.50 against 3.41, in the 16 K bucket 5.75 against 4.74).
+int decode_attention_register_context(int num_decode, bool fp8);
+
+// The kernel a kAuto launch over `params` runs (its splits planned).
+DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& params);
 
 // Picks tokens_per_split / num_splits for a batch: the split count with the least estimated time, counted in waves
 // of resident blocks times tiles per block (plus a per-block fill and merge cost). Resident blocks depend on the

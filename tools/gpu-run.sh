@@ -122,6 +122,7 @@ if [[ -n $qinfer ]]; then
   run_latency b1_1k 1 1024 128
   run_latency b1_8k 1 8192 16
   run_latency b4_1k 4 1024 128
+  run_latency b4_8k 4 8192 128
   run_latency b8_512 8 512 128
   run_latency b64_512 64 512 128
   run_latency b64_512_fp8kv 64 512 128 --kv-cache-dtype fp8

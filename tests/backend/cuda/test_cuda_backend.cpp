@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "backend/backend.h"
+#include "backend/cuda/kernels/decode_attention.h"
 #include "backend/sampling.h"
 #include "gpu_test_util.h"
 #include "model/test_model.h"
@@ -289,6 +290,80 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaBackendParityTest,
                            std::string name = std::get<0>(info.param);
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name + (std::get<1>(info.param) == KvCacheDtype::kFp8E4m3 ? "_fp8" : "_bf16");
+                         });
+
+// Four sequences past the register kernel's context limit (decode_attention_register_context): their decode step runs
+// a ring decode attention kernel (bulk copy on Hopper builds) with the 4-row linears on cuBLASLt, while each sequence
+// alone stays on the register kernel and the 1-row GEMV. Both ways must give the same logits within bf16's error, and
+// step() (a graph planned for the context's bucket) the same greedy tokens where the margin is clear.
+class LongContextSmallBatchTest : public ::testing::TestWithParam<KvCacheDtype> {};
+
+TEST_P(LongContextSmallBatchTest, FourSequencesMatchEachAlone) {
+  SKIP_WITHOUT_GPU();
+  const bool fp8 = GetParam() == KvCacheDtype::kFp8E4m3;
+  const int context = fp8 ? 8300 : 2100;  // cached tokens before the decoded one
+  ASSERT_GT(context, cuda::decode_attention_register_context(4, fp8));
+  ASSERT_LE(context, cuda::decode_attention_register_context(1, fp8)) << "each alone must stay on the register kernel";
+  auto model = std::make_shared<LoadedModel>(make_dummy_model(test_model_preset("tiny"), 3, nullptr));
+  BackendOptions o;
+  o.kv_cache_dtype = GetParam();
+  o.max_model_len = 16384;
+  o.kv_cache_bytes = int64_t{256} << 20;
+  o.max_num_seqs = 8;
+  o.max_num_batched_tokens = 8448;
+  o.device = "cuda";
+  const std::unique_ptr<Backend> gpu = create_backend(model, o);
+  const int block_size = gpu->kv_cache().block_size, blocks = context / block_size + 2;
+  const SamplingParams greedy{.temperature = 0};
+  std::vector<std::vector<int32_t>> tables(4);
+  const auto sequence = [&](int s, int num_tokens, int num_cached) {
+    BatchSequence seq;
+    seq.num_tokens = num_tokens;
+    seq.num_cached = num_cached;
+    seq.block_table = tables[static_cast<size_t>(s)];
+    seq.sample = true;
+    seq.sampling = &greedy;
+    return seq;
+  };
+  for (int s = 0; s < 4; ++s) {
+    for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(s)].push_back(s * blocks + b);
+    Batch prefill;
+    for (int i = 0; i < context; ++i) prefill.token_ids.push_back((i * 7919 + s * 104729) % 151000);
+    prefill.sequences = {sequence(s, context, 0)};
+    gpu->forward_logits(prefill);
+  }
+  const auto decode_of = [&](std::initializer_list<int> members) {
+    Batch batch;
+    for (int s : members) {
+      batch.token_ids.push_back(100 + s);
+      batch.sequences.push_back(sequence(s, 1, context));
+    }
+    return batch;
+  };
+  const std::vector<float> together = gpu->forward_logits(decode_of({0, 1, 2, 3}));
+  const std::vector<SampleResult> stepped = gpu->step(decode_of({0, 1, 2, 3}));
+  ASSERT_EQ(stepped.size(), 4u);
+  const size_t vocab = static_cast<size_t>(model->config.vocab_size);
+  ASSERT_EQ(together.size(), 4 * vocab);
+  for (int s = 0; s < 4; ++s) {
+    const std::vector<float> alone = gpu->forward_logits(decode_of({s}));
+    const auto row = std::span(together).subspan(static_cast<size_t>(s) * vocab, vocab);
+    const RowComparison c = compare_row(row, alone, 0.05f);
+    EXPECT_LT(c.relative_error, 2e-2) << "sequence " << s;
+    EXPECT_TRUE(c.argmax_agrees) << "sequence " << s;
+    std::vector<float> sorted(alone.begin(), alone.end());
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+    if (sorted[0] - sorted[1] > 0.05f) {
+      EXPECT_EQ(stepped[static_cast<size_t>(s)].token, std::max_element(alone.begin(), alone.end()) - alone.begin())
+          << "sequence " << s;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LongContextSmallBatchTest,
+                         ::testing::Values(KvCacheDtype::kBf16, KvCacheDtype::kFp8E4m3),
+                         [](const ::testing::TestParamInfo<KvCacheDtype>& info) {
+                           return std::string(info.param == KvCacheDtype::kFp8E4m3 ? "fp8" : "bf16");
                          });
 
 }  // namespace

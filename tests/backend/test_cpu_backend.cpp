@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "backend/backend.h"
+#include "batch_test_util.h"
 #include "model/test_model.h"
 #include "util/error.h"
 
@@ -20,19 +21,9 @@ class CpuBackendTest : public ::testing::Test {
     o.kv_cache_bytes = int64_t{64} << 20;
     backend_ = create_backend(model_, o);
   }
-  std::vector<int32_t> prompt(int n, int salt) {
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = (i * 7919 + salt * 104729) % 151000;
-    return ids;
-  }
+  std::vector<int32_t> prompt(int n, int salt) { return testing::spread_prompt(n, salt); }
   BatchSequence sequence(int num_tokens, int num_cached, std::span<const int32_t> table) {
-    BatchSequence s;
-    s.num_tokens = num_tokens;
-    s.num_cached = num_cached;
-    s.block_table = table;
-    s.sample = true;
-    s.sampling = &greedy_;
-    return s;
+    return testing::batch_sequence(num_tokens, num_cached, table, &greedy_);
   }
   std::shared_ptr<LoadedModel> model_;
   std::unique_ptr<Backend> backend_;

@@ -5,19 +5,12 @@
 #include <map>
 
 #include "backend/cuda/batch_plan.h"
+#include "batch_test_util.h"
 
 namespace qinfer::cuda {
 namespace {
 
-BatchSequence sequence(int num_tokens, int num_cached, std::span<const int32_t> table, const SamplingParams* params) {
-  BatchSequence s;
-  s.num_tokens = num_tokens;
-  s.num_cached = num_cached;
-  s.block_table = table;
-  s.sample = params != nullptr;
-  s.sampling = params;
-  return s;
-}
+using testing::batch_sequence;
 
 TEST(BatchPlan, MapsTokensToSlotsAndSplitsDecodeFromPrefill) {
   const std::vector<int32_t> table_a = {7, 3, 9}, table_b = {4};
@@ -26,7 +19,7 @@ TEST(BatchPlan, MapsTokensToSlotsAndSplitsDecodeFromPrefill) {
   Batch batch;
   batch.token_ids = {11, 12, 13, 14};
   // a: 3 new tokens after 30 cached (positions 30..32 cross from block 1 into block 2); b: one decode token.
-  batch.sequences = {sequence(3, 30, table_a, nullptr), sequence(1, 5, table_b, &greedy)};
+  batch.sequences = {batch_sequence(3, 30, table_a, nullptr), batch_sequence(1, 5, table_b, &greedy)};
   const BatchPlan plan = plan_batch(batch, 16, 1000);
   EXPECT_EQ(plan.num_tokens, 4);
   EXPECT_EQ(plan.positions, (std::vector<int32_t>{30, 31, 32, 5}));
@@ -51,7 +44,7 @@ TEST(BatchPlan, PenaltyEntriesAreDistinctAndIgnoreOutOfVocabularyIds) {
   p.presence_penalty = 0.5f;
   Batch batch;
   batch.token_ids = {1};
-  batch.sequences = {sequence(1, 3, table, &p)};
+  batch.sequences = {batch_sequence(1, 3, table, &p)};
   batch.sequences[0].history = {prompt, output};
   const BatchPlan plan = plan_batch(batch, 16, 1000);
   ASSERT_EQ(plan.sampling_params.size(), 1u);
@@ -81,8 +74,8 @@ TEST(BatchPlan, PenaltyEntriesArePerRow) {
   penalised.frequency_penalty = 0.3f;
   Batch batch;
   batch.token_ids = {1, 2, 3};
-  batch.sequences = {sequence(1, 3, table, &penalised), sequence(1, 3, table, &plain),
-                     sequence(1, 3, table, &penalised)};
+  batch.sequences = {batch_sequence(1, 3, table, &penalised), batch_sequence(1, 3, table, &plain),
+                     batch_sequence(1, 3, table, &penalised)};
   batch.sequences[0].history = {prompt_a, output_a};
   batch.sequences[1].history = {prompt_a, output_a};
   batch.sequences[2].history = {prompt_b, output_b};
@@ -104,7 +97,7 @@ TEST(BatchPlan, PenaltyListMatchesTheHistoryWalk) {
   for (int32_t t : output) tokens.add_output(t);
   Batch batch;
   batch.token_ids = {1, 2};
-  batch.sequences = {sequence(1, 3, table, &p), sequence(1, 3, table, &p)};
+  batch.sequences = {batch_sequence(1, 3, table, &p), batch_sequence(1, 3, table, &p)};
   for (BatchSequence& s : batch.sequences) s.history = {prompt, output};
   batch.sequences[1].penalty_tokens = &tokens;
   const BatchPlan plan = plan_batch(batch, 16, 1000);
@@ -122,7 +115,7 @@ TEST(BatchPlan, PenaltyListWithinTheVocabularyIsViewedNotCopied) {
   for (int32_t t : output) tokens.add_output(t);
   Batch batch;
   batch.token_ids = {1};
-  batch.sequences = {sequence(1, 3, table, &p)};
+  batch.sequences = {batch_sequence(1, 3, table, &p)};
   batch.sequences[0].history = {prompt, output};
   batch.sequences[0].penalty_tokens = &tokens;
   const BatchPlan plan = plan_batch(batch, 16, 1000);
@@ -138,8 +131,8 @@ TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
   greedy.temperature = 0;
   Batch batch;
   batch.token_ids = {1, 2, 3};
-  batch.sequences = {sequence(1, 20, table_a, &greedy), sequence(1, 0, table_b, &greedy),
-                     sequence(1, 7, table_b, &greedy)};
+  batch.sequences = {batch_sequence(1, 20, table_a, &greedy), batch_sequence(1, 0, table_b, &greedy),
+                     batch_sequence(1, 7, table_b, &greedy)};
   BatchPlan plan = plan_batch(batch, 16, 1000);
   ASSERT_TRUE(is_graphable_decode(plan));
   pad_decode_plan(plan, 4, 4, 99, 16);

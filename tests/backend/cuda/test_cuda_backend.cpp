@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/sampling.h"
+#include "batch_test_util.h"
 #include "gpu_test_util.h"
 #include "model/test_model.h"
 
@@ -63,19 +64,9 @@ class CudaBackendParityTest : public ::testing::TestWithParam<std::tuple<const c
     gpu_ = create_backend(model_, o);
   }
 
-  std::vector<int32_t> prompt(int n, int salt) const {
-    std::vector<int32_t> ids(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = (i * 7919 + salt * 104729) % 151000;
-    return ids;
-  }
+  std::vector<int32_t> prompt(int n, int salt) const { return testing::spread_prompt(n, salt); }
   BatchSequence sequence(int num_tokens, int num_cached, std::span<const int32_t> table) const {
-    BatchSequence s;
-    s.num_tokens = num_tokens;
-    s.num_cached = num_cached;
-    s.block_table = table;
-    s.sample = true;
-    s.sampling = &greedy_;
-    return s;
+    return testing::batch_sequence(num_tokens, num_cached, table, &greedy_);
   }
   bool fp8() const { return std::get<1>(GetParam()) == KvCacheDtype::kFp8E4m3; }
 
@@ -317,18 +308,12 @@ TEST_P(LongContextSmallBatchTest, FourSequencesMatchEachAlone) {
   const SamplingParams greedy{.temperature = 0};
   std::vector<std::vector<int32_t>> tables(4);
   const auto sequence = [&](int s, int num_tokens, int num_cached) {
-    BatchSequence seq;
-    seq.num_tokens = num_tokens;
-    seq.num_cached = num_cached;
-    seq.block_table = tables[static_cast<size_t>(s)];
-    seq.sample = true;
-    seq.sampling = &greedy;
-    return seq;
+    return testing::batch_sequence(num_tokens, num_cached, tables[static_cast<size_t>(s)], &greedy);
   };
   for (int s = 0; s < 4; ++s) {
     for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(s)].push_back(s * blocks + b);
     Batch prefill;
-    for (int i = 0; i < context; ++i) prefill.token_ids.push_back((i * 7919 + s * 104729) % 151000);
+    prefill.token_ids = testing::spread_prompt(context, s);
     prefill.sequences = {sequence(s, context, 0)};
     gpu->forward_logits(prefill);
   }

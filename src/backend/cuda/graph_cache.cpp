@@ -31,21 +31,29 @@ std::string kernel_node_name(cudaGraphNode_t node) {
   cudaGraphNodeType type{};
   CUDA_CHECK(cudaGraphNodeGetType(node, &type));
   if (type != cudaGraphNodeTypeKernel) return "";
-  // Through the driver's entry points: the runtime cannot name kernels launched through the driver (cuBLASLt's),
-  // and qinfer links no libcuda.
+  // Through the driver's entry points, looked up once: the runtime cannot name kernels launched through the driver
+  // (cuBLASLt's), and qinfer links no libcuda.
   using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
   using FuncName = CUresult (*)(const char**, CUfunction);
-  void* get_params = nullptr;
-  void* func_name = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &get_params, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
-      cudaGetDriverEntryPointByVersion("cuFuncGetName", &func_name, 12030, cudaEnableDefault, &found) != cudaSuccess)
-    return "";
+  struct DriverNaming {
+    GetParams get_params = nullptr;
+    FuncName func_name = nullptr;
+  };
+  static const DriverNaming driver = [] {
+    void* get_params = nullptr;
+    void* func_name = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &get_params, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuFuncGetName", &func_name, 12030, cudaEnableDefault, &found) != cudaSuccess)
+      return DriverNaming{};
+    return DriverNaming{reinterpret_cast<GetParams>(get_params), reinterpret_cast<FuncName>(func_name)};
+  }();
+  if (driver.get_params == nullptr || driver.func_name == nullptr) return "";
   CUDA_KERNEL_NODE_PARAMS params{};
   const char* name = nullptr;
-  if (reinterpret_cast<GetParams>(get_params)(node, &params) != CUDA_SUCCESS || params.func == nullptr ||
-      reinterpret_cast<FuncName>(func_name)(&name, params.func) != CUDA_SUCCESS || name == nullptr)
+  if (driver.get_params(node, &params) != CUDA_SUCCESS || params.func == nullptr ||
+      driver.func_name(&name, params.func) != CUDA_SUCCESS || name == nullptr)
     return "";
   return name;
 }

@@ -14,8 +14,16 @@ constexpr int kMaxVectorsPerThread = 4;  // hidden up to 8192
 __global__ void __launch_bounds__(kThreads) fused_add_rmsnorm_kernel(FusedAddRmsNormParams p) {
   __shared__ float scratch[32];
   allow_dependents();
-  wait_for_producer();
+  // The row index (uploaded with the batch) and the norm weight are written by no kernel of the step: read them
+  // before waiting for the previous kernel, so that the only loads after the wait are the residual and delta.
   const int row = p.row_index ? p.row_index[blockIdx.x] : blockIdx.x;
+  uint4 weight[kMaxVectorsPerThread];
+#pragma unroll
+  for (int v = 0; v < kMaxVectorsPerThread; ++v) {
+    const int i = (threadIdx.x + v * kThreads) * 8;
+    if (i < p.hidden) weight[v] = *reinterpret_cast<const uint4*>(p.weight + i);
+  }
+  wait_for_producer();
   float* residual = p.residual + static_cast<int64_t>(row) * p.hidden;
   const __nv_bfloat16* delta = p.delta ? p.delta + static_cast<int64_t>(row) * p.hidden : nullptr;
   float values[kMaxVectorsPerThread][8];
@@ -53,7 +61,7 @@ __global__ void __launch_bounds__(kThreads) fused_add_rmsnorm_kernel(FusedAddRms
     const int i = (threadIdx.x + v * kThreads) * 8;
     if (i < p.hidden) {
       Bf16x8 w;
-      w.raw = *reinterpret_cast<const uint4*>(p.weight + i);
+      w.raw = weight[v];
       float wf[8], y[8];
       bf16x8_to_float(w, wf);
 #pragma unroll

@@ -77,15 +77,18 @@ __device__ __forceinline__ int64_t cache_vector(const DecodeAttentionParams& p, 
 
 // The register kernels' start: this warp's keys of the block's first tile are loaded before waiting for the previous
 // kernel, except the current token (the sequence's last key, context_lens - 1), whose K/V that kernel writes:
-// `load(first, limit)` loads the warp's keys first + [0, kWarpKeys) below `limit`, after the wait every thread runs
-// `after_wait()` (the fused QK-norm/RoPE, which may write the current token's K/V; it ends with a block barrier), and
-// then `reload(first, current)` loads the current token where this warp holds it. Returns the warp's first key.
-template <typename Load, typename AfterWait, typename Reload>
+// `load(first, limit)` loads the warp's keys first + [0, kWarpKeys) below `limit`, then every thread runs
+// `before_wait()` (work on data no kernel of the step writes), after the wait `after_wait()` (the fused QK-norm/RoPE,
+// which may write the current token's K/V; it ends with a block barrier), and then `reload(first, current)` loads the
+// current token where this warp holds it. Returns the warp's first key.
+template <typename Load, typename BeforeWait, typename AfterWait, typename Reload>
 __device__ __forceinline__ int load_first_keys_then_wait(const DecodeAttentionParams& p, const BlockWork& w, int warp,
-                                                         Load load, AfterWait after_wait, Reload reload) {
+                                                         Load load, BeforeWait before_wait, AfterWait after_wait,
+                                                         Reload reload) {
   const int current = p.context_lens[w.seq] - 1;
   const int first = w.begin + warp * kWarpKeys;
   if (w.num_tiles > 0) load(first, min(w.end, current));
+  before_wait();
   wait_for_producer();
   after_wait();
   if (w.num_tiles > 0 && current < w.end && current >= first && current < first + kWarpKeys) reload(first, current);

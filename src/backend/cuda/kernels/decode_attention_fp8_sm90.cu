@@ -135,8 +135,9 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
       if (tile != current_tile) issue(tile, box_row(p, w, tile, lane));
     next_row = box_row(p, w, kBulkStages - 1, lane);
   }
+  const RopeLane<kHeadDim> rope = rope_lane<kHeadDim>(p, w, lane);
   wait_for_producer();
-  if (fused) fused_rope<kHeadDim, true, true>(p, w, q_stage, warp, lane);
+  if (fused) fused_rope<kHeadDim, true, true>(p, w, rope, q_stage, warp, lane);
   if (warp == 0 && current_tile >= 0 && current_tile < prologue_tiles)
     issue(current_tile, box_row(p, w, current_tile, lane));
   Fp8WarpState<kHeadDim, 1> st;

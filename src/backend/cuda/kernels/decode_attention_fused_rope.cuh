@@ -13,29 +13,47 @@ int fused_query_stage_bytes(const DecodeAttentionParams& p) {
   return p.rope.qkv != nullptr ? kGroupRows * kHeadDim * static_cast<int>(sizeof(__nv_bfloat16)) : 0;
 }
 
+// What a lane of the fused QK-norm/RoPE reads that no kernel of the step writes: the RoPE angles of the token's
+// position (uploaded with the batch) and its elements of the q/k norm weights. Kernels compute it before waiting for
+// the previous kernel, so these loads and the sincos leave the chain that starts at the wait. Zeros when not fused.
+template <int kHeadDim>
+struct RopeLane {
+  float cos_v[kHeadDim / 32], sin_v[kHeadDim / 32], q_norm[kHeadDim / 32], k_norm[kHeadDim / 32];
+};
+
+template <int kHeadDim>
+__device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionParams& p, const BlockWork& w, int lane) {
+  RopeLane<kHeadDim> c{};
+  const QkNormRopeCacheWriteParams& r = p.rope;
+  if (r.qkv == nullptr) return c;
+  qk_rope::rope_angles<kHeadDim>(r.positions[w.q_row], r.inv_freq, lane, c.cos_v, c.sin_v);
+  qk_rope::norm_weights<kHeadDim>(r.q_norm, lane, c.q_norm);
+  qk_rope::norm_weights<kHeadDim>(r.k_norm, lane, c.k_norm);
+  return c;
+}
+
 // The GQA group's query heads of the block's decode token, normalised and rotated, into `q_stage` ([group][kHeadDim]
 // bf16, shared memory); and where the block's split holds the sequence's current token, that token's K (normalised,
-// rotated) and V of the block's KV head into the cache, bf16 or fp8 (kFp8). Ends with a block barrier, after which the
-// block's threads see the cache writes, and with kBulkCopyReads the copy engine too (the writers' proxy fence orders
-// their generic stores before bulk copies issued after the barrier). Every thread of the block calls it.
+// rotated) and V of the block's KV head into the cache, bf16 or fp8 (kFp8). `c` is the lane's rope_lane(). Ends with a
+// block barrier, after which the block's threads see the cache writes, and with kBulkCopyReads the copy engine too
+// (the writers' proxy fence orders their generic stores before bulk copies issued after the barrier). Every thread of
+// the block calls it.
 template <int kHeadDim, bool kFp8, bool kBulkCopyReads = false>
-__device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const BlockWork& w, __nv_bfloat16* q_stage,
-                                           int warp, int lane) {
+__device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const BlockWork& w,
+                                           const RopeLane<kHeadDim>& c, __nv_bfloat16* q_stage, int warp, int lane) {
   using namespace qk_rope;
   constexpr int kPerLane = kHeadDim / 32;
   const QkNormRopeCacheWriteParams& r = p.rope;
   const int token = w.q_row;
   const __nv_bfloat16* source =
       r.qkv + static_cast<int64_t>(token) * (r.num_heads + 2 * r.num_kv_heads) * kHeadDim + lane * kPerLane;
-  float cos_v[kPerLane], sin_v[kPerLane];
-  rope_angles<kHeadDim>(r.positions[token], r.inv_freq, lane, cos_v, sin_v);
   const auto head = [&](int index, float(&x)[kPerLane]) {
     head_values<kHeadDim>(*reinterpret_cast<const LaneVector<kHeadDim>*>(source + index * kHeadDim), x);
   };
   for (int h = warp; h < w.group; h += kWarps) {
     float x[kPerLane];
     head(w.kv_head * w.group + h, x);
-    norm_rope<kHeadDim>(x, r.q_norm, r.eps, cos_v, sin_v, lane);
+    norm_rope<kHeadDim>(x, c.q_norm, r.eps, c.cos_v, c.sin_v, lane);
     store_head_bf16<kHeadDim>(x, q_stage + h * kHeadDim, lane);
   }
   const int current = p.context_lens[w.seq] - 1;
@@ -43,7 +61,7 @@ __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const
     const bool is_k = warp == 0;
     float x[kPerLane];
     head(r.num_heads + (is_k ? 0 : r.num_kv_heads) + w.kv_head, x);
-    if (is_k) norm_rope<kHeadDim>(x, r.k_norm, r.eps, cos_v, sin_v, lane);
+    if (is_k) norm_rope<kHeadDim>(x, c.k_norm, r.eps, c.cos_v, c.sin_v, lane);
     const int64_t slot = r.slots[token];
     const int64_t kv_vector =
         slot_vector(slot / r.block_size, slot % r.block_size, w.kv_head, r.num_kv_heads, r.block_size);
@@ -71,8 +89,9 @@ __device__ __forceinline__ void copy_first_tiles_around_wait(const DecodeAttenti
   const int current_tile = current_token_tile(p, w);
   const bool before_wait = current_tile < 0 || current_tile >= prologue_tiles;
   if (before_wait) prologue();
+  const RopeLane<kHeadDim> rope = rope_lane<kHeadDim>(p, w, lane);
   wait_for_producer();
-  if (p.rope.qkv != nullptr) fused_rope<kHeadDim, kFp8>(p, w, q_stage, warp, lane);
+  if (p.rope.qkv != nullptr) fused_rope<kHeadDim, kFp8>(p, w, rope, q_stage, warp, lane);
   if (!before_wait) prologue();
 }
 

@@ -139,10 +139,12 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
   const bool fused = p.rope.qkv != nullptr;
   KeyRegisters<kHeadDim> regs;
+  RopeLane<kHeadDim> rope{};
   const int first = load_first_keys_then_wait(
       p, w, warp, [&](int from, int limit) { load_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
+      [&] { rope = rope_lane<kHeadDim>(p, w, lane); },
       [&] {
-        if (fused) fused_rope<kHeadDim, false>(p, w, q_stage, warp, lane);
+        if (fused) fused_rope<kHeadDim, false>(p, w, rope, q_stage, warp, lane);
       },
       [&](int from, int current) { load_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 

@@ -126,8 +126,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (tile != current_tile) issue(tile, box_row(p, w, tile, lane));
     next_row = box_row(p, w, kStages - 1, lane);
   }
+  const RopeLane<kHeadDim> rope = rope_lane<kHeadDim>(p, w, lane);
   wait_for_producer();
-  if (fused) fused_rope<kHeadDim, false, true>(p, w, q_stage, warp, lane);
+  if (fused) fused_rope<kHeadDim, false, true>(p, w, rope, q_stage, warp, lane);
   if (warp == 0 && current_tile >= 0 && current_tile < prologue_tiles)
     issue(current_tile, box_row(p, w, current_tile, lane));
 

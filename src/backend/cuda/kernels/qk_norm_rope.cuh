@@ -44,9 +44,17 @@ __device__ __forceinline__ void head_values(const LaneVector<kHeadDim>& loaded, 
   for (int i = 0; i < kHeadDim / 32; ++i) x[i] = __bfloat162float(values[i]);
 }
 
-// RMSNorm over the head with weight `norm` (output rounded to bf16 as in HF, before RoPE), then rotate-half RoPE.
+// The lane's elements of a head's norm weight `norm`, as floats.
 template <int kHeadDim>
-__device__ __forceinline__ void norm_rope(float (&x)[kHeadDim / 32], const __nv_bfloat16* norm, float eps,
+__device__ __forceinline__ void norm_weights(const __nv_bfloat16* norm, int lane, float (&weight)[kHeadDim / 32]) {
+#pragma unroll
+  for (int i = 0; i < kHeadDim / 32; ++i) weight[i] = __bfloat162float(norm[lane * (kHeadDim / 32) + i]);
+}
+
+// RMSNorm over the head with the lane's norm weights (output rounded to bf16 as in HF, before RoPE), then rotate-half
+// RoPE.
+template <int kHeadDim>
+__device__ __forceinline__ void norm_rope(float (&x)[kHeadDim / 32], const float (&weight)[kHeadDim / 32], float eps,
                                           const float (&cos_v)[kHeadDim / 32], const float (&sin_v)[kHeadDim / 32],
                                           int lane) {
   constexpr int kPerLane = kHeadDim / 32;
@@ -54,11 +62,9 @@ __device__ __forceinline__ void norm_rope(float (&x)[kHeadDim / 32], const __nv_
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) sum_squares += x[i] * x[i];
   const float inv_rms = rsqrtf(warp_sum(sum_squares) / kHeadDim + eps);
-  const __nv_bfloat16* weight = norm + lane * kPerLane;
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i)
-    x[i] = __bfloat162float(
-        __float2bfloat16(__bfloat162float(__float2bfloat16(x[i] * inv_rms)) * __bfloat162float(weight[i])));
+    x[i] = __bfloat162float(__float2bfloat16(__bfloat162float(__float2bfloat16(x[i] * inv_rms)) * weight[i]));
   const bool first_half = lane < 16;
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
@@ -66,6 +72,16 @@ __device__ __forceinline__ void norm_rope(float (&x)[kHeadDim / 32], const __nv_
     // rotate_half(x) = [-x2, x1]
     x[i] = first_half ? x[i] * cos_v[i] - partner * sin_v[i] : x[i] * cos_v[i] + partner * sin_v[i];
   }
+}
+
+// The same with the norm weight read from `norm`.
+template <int kHeadDim>
+__device__ __forceinline__ void norm_rope(float (&x)[kHeadDim / 32], const __nv_bfloat16* norm, float eps,
+                                          const float (&cos_v)[kHeadDim / 32], const float (&sin_v)[kHeadDim / 32],
+                                          int lane) {
+  float weight[kHeadDim / 32];
+  norm_weights<kHeadDim>(norm, lane, weight);
+  norm_rope<kHeadDim>(x, weight, eps, cos_v, sin_v, lane);
 }
 
 // The lane's values as bf16 at `head` (the head's first element).

@@ -204,24 +204,46 @@ __device__ __forceinline__ void attend_tile(WarpState<kHeadDim>& st, const __nv_
 
 // Merges the splits of the query heads [first_head, first_head + group) of one sequence: each split's normalised
 // output weighted by 2^(lse - max lse). Reads through L2 (__ldcg): other blocks wrote the partials in this launch.
+// The loads of kMergeBatch splits are issued before any is used, so a merge waits for a few L2 round trips, not one
+// per split; the sums keep split order.
 template <int kHeadDim>
 __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int first_head, int group) {
   constexpr int kQuads = kHeadDim / 4;
+  constexpr int kMergeBatch = 8;
   for (int index = threadIdx.x; index < group * kQuads; index += blockDim.x) {
     const int head = first_head + index / kQuads, d = (index % kQuads) * 4;
     const int64_t first = (static_cast<int64_t>(seq) * p.num_heads + head) * p.num_splits;
     float m = -INFINITY;
-    for (int s = 0; s < p.num_splits; ++s) m = fmaxf(m, __ldcg(p.split_lse + first + s));
+    for (int batch = 0; batch < p.num_splits; batch += kMergeBatch) {
+      float lse[kMergeBatch];
+#pragma unroll
+      for (int b = 0; b < kMergeBatch; ++b)
+        lse[b] = batch + b < p.num_splits ? __ldcg(p.split_lse + first + batch + b) : -INFINITY;
+#pragma unroll
+      for (int b = 0; b < kMergeBatch; ++b) m = fmaxf(m, lse[b]);
+    }
     float sum = 0;
     float4 acc = make_float4(0, 0, 0, 0);
-    for (int s = 0; s < p.num_splits; ++s) {
-      const float w = rescale_factor(__ldcg(p.split_lse + first + s), m);
-      const float4 part = __ldcg(reinterpret_cast<const float4*>(p.split_out + (first + s) * kHeadDim + d));
-      sum += w;
-      acc.x += w * part.x;
-      acc.y += w * part.y;
-      acc.z += w * part.z;
-      acc.w += w * part.w;
+    for (int batch = 0; batch < p.num_splits; batch += kMergeBatch) {
+      float lse[kMergeBatch];
+      float4 part[kMergeBatch];
+#pragma unroll
+      for (int b = 0; b < kMergeBatch; ++b) {
+        const bool valid = batch + b < p.num_splits;
+        lse[b] = valid ? __ldcg(p.split_lse + first + batch + b) : -INFINITY;
+        part[b] = valid ? __ldcg(reinterpret_cast<const float4*>(p.split_out + (first + batch + b) * kHeadDim + d))
+                        : make_float4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int b = 0; b < kMergeBatch; ++b) {
+        if (batch + b >= p.num_splits) break;
+        const float w = rescale_factor(lse[b], m);
+        sum += w;
+        acc.x += w * part[b].x;
+        acc.y += w * part[b].y;
+        acc.z += w * part[b].z;
+        acc.w += w * part[b].w;
+      }
     }
     const float inv = sum > 0 ? 1.0f / sum : 0.0f;
     __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(

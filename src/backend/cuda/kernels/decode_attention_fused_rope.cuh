@@ -34,13 +34,15 @@ __device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionPar
 
 // The GQA group's query heads of the block's decode token, normalised and rotated, into `q_stage` ([group][kHeadDim]
 // bf16, shared memory); and where the block's split holds the sequence's current token, that token's K (normalised,
-// rotated) and V of the block's KV head into the cache, bf16 or fp8 (kFp8). `c` is the lane's rope_lane(). Ends with a
+// rotated) and V of the block's KV head into the cache, bf16 or fp8 (kFp8), and with a bf16 cache also into
+// `current_stage` ([K|V][kHeadDim] bf16, shared memory) when it is not null. `c` is the lane's rope_lane(). Ends with a
 // block barrier, after which the block's threads see the cache writes, and with kBulkCopyReads the copy engine too
 // (the writers' proxy fence orders their generic stores before bulk copies issued after the barrier). Every thread of
 // the block calls it.
 template <int kHeadDim, bool kFp8, bool kBulkCopyReads = false>
 __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const BlockWork& w,
-                                           const RopeLane<kHeadDim>& c, __nv_bfloat16* q_stage, int warp, int lane) {
+                                           const RopeLane<kHeadDim>& c, __nv_bfloat16* q_stage, int warp, int lane,
+                                           __nv_bfloat16* current_stage = nullptr) {
   using namespace qk_rope;
   constexpr int kPerLane = kHeadDim / 32;
   const QkNormRopeCacheWriteParams& r = p.rope;
@@ -70,6 +72,7 @@ __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const
                                  (is_k ? r.k_scales : r.v_scales) + kv_vector, lane);
     else
       store_head_bf16<kHeadDim>(x, (is_k ? r.k_cache : r.v_cache) + kv_vector * kHeadDim, lane);
+    if (!kFp8 && current_stage != nullptr) store_head_bf16<kHeadDim>(x, current_stage + (is_k ? 0 : kHeadDim), lane);
     if constexpr (kBulkCopyReads) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
       asm volatile("fence.proxy.async.global;" ::: "memory");

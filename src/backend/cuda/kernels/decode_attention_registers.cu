@@ -76,6 +76,29 @@ __device__ __forceinline__ void load_keys(KeyRegisters<kHeadDim>& regs, const De
   }
 }
 
+// Where this thread owns rows of key `current` among first + [0, 16): those rows from `stage` ([K|V][kHeadDim] bf16 in
+// shared memory, where the fused QK-norm/RoPE left the current token) instead of the cache, one L2 round trip less
+// on the path of the block that holds the current token.
+template <int kHeadDim>
+__device__ __forceinline__ void load_current_key(KeyRegisters<kHeadDim>& regs, const __nv_bfloat16* stage, int first,
+                                                 int current, int lane) {
+  const int g = lane / 4, c = lane % 4;
+  const uint4* k_row = reinterpret_cast<const uint4*>(stage);
+  const uint4* v_row = reinterpret_cast<const uint4*>(stage + kHeadDim);
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    if (first + 8 * n + g != current) continue;
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 32; ++i) regs.k[n][i] = k_row[4 * i + c];
+  }
+#pragma unroll
+  for (int slot = 0; slot < 4; ++slot) {
+    if (first + v_key(slot, c) != current) continue;
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 64; ++i) regs.v[slot][i] = v_row[8 * i + g];
+  }
+}
+
 // The GQA group's query tile as A fragments in the permuted dim order of S (file comment); padding rows are zero.
 // kShared: group_q is in shared memory (the fused RoPE's stage), else read-only global memory.
 template <int kHeadDim, bool kShared>
@@ -135,8 +158,10 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   const BlockWork w = block_work(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   extern __shared__ __align__(16) float scratch[];
-  // The fused RoPE stages the group's query heads in the merge scratch, which is free until the merge.
+  // The fused RoPE stages the group's query heads and the current token's K/V in the merge scratch, which is free
+  // until the merge.
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
+  __nv_bfloat16* current_stage = q_stage + w.group * kHeadDim;
   const bool fused = p.rope.qkv != nullptr;
   KeyRegisters<kHeadDim> regs;
   RopeLane<kHeadDim> rope{};
@@ -144,9 +169,14 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
       p, w, warp, [&](int from, int limit) { load_keys<kHeadDim>(regs, p, w, from, limit, -1, lane); },
       [&] { rope = rope_lane<kHeadDim>(p, w, lane); },
       [&] {
-        if (fused) fused_rope<kHeadDim, false>(p, w, rope, q_stage, warp, lane);
+        if (fused) fused_rope<kHeadDim, false>(p, w, rope, q_stage, warp, lane, current_stage);
       },
-      [&](int from, int current) { load_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
+      [&](int from, int current) {
+        if (fused)
+          load_current_key<kHeadDim>(regs, current_stage, from, current, lane);
+        else
+          load_keys<kHeadDim>(regs, p, w, from, w.end, current, lane);
+      });
 
   WarpState<kHeadDim> st;
   if (fused) {

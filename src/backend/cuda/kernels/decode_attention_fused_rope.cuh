@@ -67,12 +67,13 @@ __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const
     const int64_t slot = r.slots[token];
     const int64_t kv_vector =
         slot_vector(slot / r.block_size, slot % r.block_size, w.kv_head, r.num_kv_heads, r.block_size);
-    if constexpr (kFp8)
+    if constexpr (kFp8) {
       store_fp8_vector<kHeadDim>(x, (is_k ? r.k_fp8 : r.v_fp8) + kv_vector * kHeadDim,
                                  (is_k ? r.k_scales : r.v_scales) + kv_vector, lane);
-    else
+    } else {
       store_head_bf16<kHeadDim>(x, (is_k ? r.k_cache : r.v_cache) + kv_vector * kHeadDim, lane);
-    if (!kFp8 && current_stage != nullptr) store_head_bf16<kHeadDim>(x, current_stage + (is_k ? 0 : kHeadDim), lane);
+      if (current_stage != nullptr) store_head_bf16<kHeadDim>(x, current_stage + (is_k ? 0 : kHeadDim), lane);
+    }
     if constexpr (kBulkCopyReads) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
       asm volatile("fence.proxy.async.global;" ::: "memory");

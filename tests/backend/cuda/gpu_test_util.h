@@ -36,6 +36,7 @@ class DeviceArray {
     CUDA_CHECK(cudaMemset(buffer_.data(), 0xFF, size * sizeof(T)));
   }
   T* get() const { return buffer_.as<T>(); }
+  size_t size() const { return size_; }
   std::vector<T> download() const {
     std::vector<T> host(size_);
     CUDA_CHECK(cudaDeviceSynchronize());

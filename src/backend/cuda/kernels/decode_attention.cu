@@ -50,6 +50,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAtt
   constexpr int kTileElements = kTileTokens * kHeadDim;
   allow_dependents();
   const BlockWork w = block_work(p);
+  if (w.idle) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool fused = p.rope.qkv != nullptr;
 
@@ -97,13 +98,14 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAtt
                          fragment_row_store<kHeadDim>(st, lane));
 }
 
-// grid (num_kv_heads, num_decode): merges the splits of one GQA group when no arrival counters are given.
+// grid (num_kv_heads, num_decode): merges the splits of one GQA group when no arrival counters are given (a sequence
+// with one active split got its output from the attention kernel).
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads) merge_splits_kernel(DecodeAttentionParams p) {
   allow_dependents();
   wait_for_producer();
-  const int group = p.num_heads / p.num_kv_heads;
-  merge_group_splits<kHeadDim>(p, blockIdx.y, blockIdx.x * group, group);
+  const int group = p.num_heads / p.num_kv_heads, splits = active_splits(p, blockIdx.y);
+  if (splits > 1) merge_group_splits<kHeadDim>(p, blockIdx.y, blockIdx.x * group, group, splits);
 }
 
 template <int kHeadDim>

@@ -33,9 +33,19 @@ __device__ __forceinline__ float rescale_factor(float old_max, float new_max) {
   return old_max == -INFINITY ? 0.0f : exp2f(old_max - new_max);
 }
 
-// What a block works on: grid (num_splits, num_kv_heads, num_decode); keys [begin, end) of the sequence.
+// The splits of decode sequence `seq` that hold keys: its context over tokens_per_split, at least 1. Splits past them
+// (a batch is planned for its longest context, or a decode graph for its context bucket) have nothing to do.
+__device__ __forceinline__ int active_splits(const DecodeAttentionParams& p, int seq) {
+  return max(1, min(p.num_splits, (p.context_lens[seq] + p.tokens_per_split - 1) / p.tokens_per_split));
+}
+
+// What a block works on: grid (num_splits, num_kv_heads, num_decode); keys [begin, end) of the sequence, one of its
+// `splits` active splits unless `idle`. An idle block returns at once, before waiting for the previous kernel and
+// without writing anything: the merge reads only the active splits, and the launch's other blocks wait (split 0 is
+// always active), so the kernel still completes after its predecessor (pdl.cuh).
 struct BlockWork {
-  int split, kv_head, seq, group, q_row, begin, end, num_tiles;
+  int split, kv_head, seq, group, q_row, begin, end, num_tiles, splits;
+  bool idle;
   const int32_t* table;  // the sequence's block-table row
 };
 
@@ -49,6 +59,8 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
   w.begin = w.split * p.tokens_per_split;
   w.end = min(p.context_lens[w.seq], w.begin + p.tokens_per_split);
   w.num_tiles = w.begin < w.end ? (w.end - w.begin + kTileTokens - 1) / kTileTokens : 0;
+  w.splits = active_splits(p, w.seq);
+  w.idle = w.split >= w.splits;
   w.table = p.block_tables + static_cast<int64_t>(p.table_rows[w.seq]) * p.block_table_stride;
   return w;
 }
@@ -202,41 +214,42 @@ __device__ __forceinline__ void attend_tile(WarpState<kHeadDim>& st, const __nv_
   }
 }
 
-// Merges the splits of the query heads [first_head, first_head + group) of one sequence: each split's normalised
-// output weighted by 2^(lse - max lse). Reads through L2 (__ldcg): other blocks wrote the partials in this launch.
-// The loads of kMergeBatch splits are issued before any is used, so a merge waits for a few L2 round trips, not one
-// per split; the sums keep split order.
+// Merges the first `splits` splits (the active ones) of the query heads [first_head, first_head + group) of one
+// sequence: each split's normalised output weighted by 2^(lse - max lse). Reads through L2 (__ldcg): other blocks
+// wrote the partials in this launch. The loads of kMergeBatch splits are issued before any is used, so a merge waits
+// for a few L2 round trips, not one per split; the sums keep split order. Idle splits would add weight 0 and a zero
+// output, so leaving them out changes no bit.
 template <int kHeadDim>
-__device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int first_head, int group) {
+__device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int first_head, int group, int splits) {
   constexpr int kQuads = kHeadDim / 4;
   constexpr int kMergeBatch = 8;
   for (int index = threadIdx.x; index < group * kQuads; index += blockDim.x) {
     const int head = first_head + index / kQuads, d = (index % kQuads) * 4;
     const int64_t first = (static_cast<int64_t>(seq) * p.num_heads + head) * p.num_splits;
     float m = -INFINITY;
-    for (int batch = 0; batch < p.num_splits; batch += kMergeBatch) {
+    for (int batch = 0; batch < splits; batch += kMergeBatch) {
       float lse[kMergeBatch];
 #pragma unroll
       for (int b = 0; b < kMergeBatch; ++b)
-        lse[b] = batch + b < p.num_splits ? __ldcg(p.split_lse + first + batch + b) : -INFINITY;
+        lse[b] = batch + b < splits ? __ldcg(p.split_lse + first + batch + b) : -INFINITY;
 #pragma unroll
       for (int b = 0; b < kMergeBatch; ++b) m = fmaxf(m, lse[b]);
     }
     float sum = 0;
     float4 acc = make_float4(0, 0, 0, 0);
-    for (int batch = 0; batch < p.num_splits; batch += kMergeBatch) {
+    for (int batch = 0; batch < splits; batch += kMergeBatch) {
       float lse[kMergeBatch];
       float4 part[kMergeBatch];
 #pragma unroll
       for (int b = 0; b < kMergeBatch; ++b) {
-        const bool valid = batch + b < p.num_splits;
+        const bool valid = batch + b < splits;
         lse[b] = valid ? __ldcg(p.split_lse + first + batch + b) : -INFINITY;
         part[b] = valid ? __ldcg(reinterpret_cast<const float4*>(p.split_out + (first + batch + b) * kHeadDim + d))
                         : make_float4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int b = 0; b < kMergeBatch; ++b) {
-        if (batch + b >= p.num_splits) break;
+        if (batch + b >= splits) break;
         const float w = rescale_factor(lse[b], m);
         sum += w;
         acc.x += w * part[b].x;
@@ -303,7 +316,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
     }
     const int head = w.kv_head * w.group + g;
     const float value = sum > 0 ? acc / sum : 0.0f;
-    if (p.num_splits == 1) {
+    if (w.splits == 1) {  // the merge of one split would return these bits
       p.out[(static_cast<int64_t>(w.q_row) * p.num_heads + head) * kHeadDim + d] = __float2bfloat16(value);
     } else {
       const int64_t split_index = (static_cast<int64_t>(w.seq) * p.num_heads + head) * p.num_splits + w.split;
@@ -311,7 +324,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
       if (d == 0) p.split_lse[split_index] = sum > 0 ? m + log2f(sum) : -INFINITY;
     }
   }
-  if (p.num_splits == 1 || p.split_counters == nullptr) return;
+  if (w.splits == 1 || p.split_counters == nullptr) return;
 
   // Last block of this (sequence, KV head) to finish merges all splits (threadFenceReduction pattern).
   __shared__ bool merges;
@@ -319,13 +332,13 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
   __syncthreads();
   if (threadIdx.x == 0) {
     uint32_t* counter = p.split_counters + static_cast<int64_t>(w.seq) * p.num_kv_heads + w.kv_head;
-    merges = atomicAdd(counter, 1u) == static_cast<uint32_t>(p.num_splits - 1);
+    merges = atomicAdd(counter, 1u) == static_cast<uint32_t>(w.splits - 1);
     if (merges) atomicExch(counter, 0u);  // ready for the next launch
   }
   __syncthreads();
   if (!merges) return;
   __threadfence();
-  merge_group_splits<kHeadDim>(p, w.seq, w.kv_head * w.group, w.group);
+  merge_group_splits<kHeadDim>(p, w.seq, w.kv_head * w.group, w.group, w.splits);
 }
 
 // Launches one of the decode attention kernels, `kernel(params)`, over grid (num_splits, num_kv_heads, num_decode) of

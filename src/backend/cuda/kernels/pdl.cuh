@@ -5,8 +5,9 @@
 // tail. Without PDL support (sm_80/89, or a plain <<<>>> launch) both calls are no-ops and the launch is an ordinary
 // one.
 //
-// Ordering stays transitive: every kernel launched this way calls wait_for_producer() in every block before it exits,
-// so its completion implies its predecessor's completion.
+// Ordering stays transitive: every kernel launched this way calls wait_for_producer() before it exits, in every block
+// or (decode attention's idle splits) in at least one block of the launch, so its completion implies its
+// predecessor's completion.
 #pragma once
 
 #include <cuda_runtime.h>

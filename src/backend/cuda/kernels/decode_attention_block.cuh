@@ -215,10 +215,10 @@ __device__ __forceinline__ void attend_tile(WarpState<kHeadDim>& st, const __nv_
 }
 
 // Merges the first `splits` splits (the active ones) of the query heads [first_head, first_head + group) of one
-// sequence: each split's normalised output weighted by 2^(lse - max lse). Reads through L2 (__ldcg): other blocks
-// wrote the partials in this launch. The loads of kMergeBatch splits are issued before any is used, so a merge waits
-// for a few L2 round trips, not one per split; the sums keep split order. Idle splits would add weight 0 and a zero
-// output, so leaving them out changes no bit.
+// sequence: each split's normalised output weighted by 2^(lse - max lse), in one pass over the splits in order, the
+// running maximum rescaling what is summed so far. Reads through L2 (__ldcg): other blocks wrote the partials in this
+// launch. The loads of kMergeBatch splits are issued before any is used, so a merge waits for one L2 round trip per
+// batch, not per split. Idle splits would add weight 0 and a zero output, so leaving them out changes no bit.
 template <int kHeadDim>
 __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int first_head, int group, int splits) {
   constexpr int kQuads = kHeadDim / 4;
@@ -226,16 +226,7 @@ __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int 
   for (int index = threadIdx.x; index < group * kQuads; index += blockDim.x) {
     const int head = first_head + index / kQuads, d = (index % kQuads) * 4;
     const int64_t first = (static_cast<int64_t>(seq) * p.num_heads + head) * p.num_splits;
-    float m = -INFINITY;
-    for (int batch = 0; batch < splits; batch += kMergeBatch) {
-      float lse[kMergeBatch];
-#pragma unroll
-      for (int b = 0; b < kMergeBatch; ++b)
-        lse[b] = batch + b < splits ? __ldcg(p.split_lse + first + batch + b) : -INFINITY;
-#pragma unroll
-      for (int b = 0; b < kMergeBatch; ++b) m = fmaxf(m, lse[b]);
-    }
-    float sum = 0;
+    float m = -INFINITY, sum = 0;
     float4 acc = make_float4(0, 0, 0, 0);
     for (int batch = 0; batch < splits; batch += kMergeBatch) {
       float lse[kMergeBatch];
@@ -247,16 +238,23 @@ __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int 
         part[b] = valid ? __ldcg(reinterpret_cast<const float4*>(p.split_out + (first + batch + b) * kHeadDim + d))
                         : make_float4(0, 0, 0, 0);
       }
+      float batch_max = m;
+#pragma unroll
+      for (int b = 0; b < kMergeBatch; ++b) batch_max = fmaxf(batch_max, lse[b]);
+      const float r = rescale_factor(m, batch_max);
+      sum *= r;
+      acc = make_float4(acc.x * r, acc.y * r, acc.z * r, acc.w * r);
 #pragma unroll
       for (int b = 0; b < kMergeBatch; ++b) {
         if (batch + b >= splits) break;
-        const float w = rescale_factor(lse[b], m);
+        const float w = rescale_factor(lse[b], batch_max);
         sum += w;
         acc.x += w * part[b].x;
         acc.y += w * part[b].y;
         acc.z += w * part[b].z;
         acc.w += w * part[b].w;
       }
+      m = batch_max;
     }
     const float inv = sum > 0 ? 1.0f / sum : 0.0f;
     __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(

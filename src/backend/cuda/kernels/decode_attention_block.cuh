@@ -324,7 +324,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
   }
   if (w.splits == 1 || p.split_counters == nullptr) return;
 
-  // Last block of this (sequence, KV head) to finish merges all splits (threadFenceReduction pattern).
+  // Last block of this (sequence, KV head) to finish merges its active splits (threadFenceReduction pattern).
   __shared__ bool merges;
   __threadfence();  // this block's partials are visible device-wide before it counts itself in
   __syncthreads();

@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAtt
   constexpr int kTileElements = kTileTokens * kHeadDim;
   allow_dependents();
   const BlockWork w = block_work(p);
-  if (w.idle) return;
+  if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool fused = p.rope.qkv != nullptr;
 
@@ -104,7 +104,7 @@ template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads) merge_splits_kernel(DecodeAttentionParams p) {
   allow_dependents();
   wait_for_producer();
-  const int group = p.num_heads / p.num_kv_heads, splits = active_splits(p, blockIdx.y);
+  const int group = p.num_heads / p.num_kv_heads, splits = active_splits(p, p.context_lens[blockIdx.y]);
   if (splits > 1) merge_group_splits<kHeadDim>(p, blockIdx.y, blockIdx.x * group, group, splits);
 }
 

@@ -33,10 +33,11 @@ __device__ __forceinline__ float rescale_factor(float old_max, float new_max) {
   return old_max == -INFINITY ? 0.0f : exp2f(old_max - new_max);
 }
 
-// The splits of decode sequence `seq` that hold keys: its context over tokens_per_split, at least 1. Splits past them
-// (a batch is planned for its longest context, or a decode graph for its context bucket) have nothing to do.
-__device__ __forceinline__ int active_splits(const DecodeAttentionParams& p, int seq) {
-  return max(1, min(p.num_splits, (p.context_lens[seq] + p.tokens_per_split - 1) / p.tokens_per_split));
+// The splits of a decode sequence of `context` keys that hold keys: its context over tokens_per_split, at least 1.
+// Splits past them (a batch is planned for its longest context, or a decode graph for its context bucket) have
+// nothing to do.
+__device__ __forceinline__ int active_splits(const DecodeAttentionParams& p, int context) {
+  return max(1, min(p.num_splits, (context + p.tokens_per_split - 1) / p.tokens_per_split));
 }
 
 // What a block works on: grid (num_splits, num_kv_heads, num_decode); keys [begin, end) of the sequence, one of its
@@ -45,8 +46,8 @@ __device__ __forceinline__ int active_splits(const DecodeAttentionParams& p, int
 // always active), so the kernel still completes after its predecessor (pdl.cuh).
 struct BlockWork {
   int split, kv_head, seq, group, q_row, begin, end, num_tiles, splits;
-  bool idle;
   const int32_t* table;  // the sequence's block-table row
+  __device__ bool idle() const { return split >= splits; }
 };
 
 __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) {
@@ -57,10 +58,10 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
   w.group = p.num_heads / p.num_kv_heads;
   w.q_row = p.q_rows[w.seq];
   w.begin = w.split * p.tokens_per_split;
-  w.end = min(p.context_lens[w.seq], w.begin + p.tokens_per_split);
+  const int context = p.context_lens[w.seq];
+  w.end = min(context, w.begin + p.tokens_per_split);
   w.num_tiles = w.begin < w.end ? (w.end - w.begin + kTileTokens - 1) / kTileTokens : 0;
-  w.splits = active_splits(p, w.seq);
-  w.idle = w.split >= w.splits;
+  w.splits = active_splits(p, context);
   w.table = p.block_tables + static_cast<int64_t>(p.table_rows[w.seq]) * p.block_table_stride;
   return w;
 }

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
   using Layout = Fp8Layout<kHeadDim>;
   allow_dependents();
   const BlockWork w = block_work(p);
-  if (w.idle) return;
+  if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool fused = p.rope.qkv != nullptr;
 

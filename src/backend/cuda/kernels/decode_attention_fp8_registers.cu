@@ -78,7 +78,7 @@ template <int kHeadDim, int kHeadBlocks>
 __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kernel(DecodeAttentionParams p) {
   allow_dependents();
   const BlockWork w = block_work(p);
-  if (w.idle) return;
+  if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   extern __shared__ __align__(16) float scratch[];
   // The fused RoPE stages the group's query heads in the scratch, which is free until the hand-over.

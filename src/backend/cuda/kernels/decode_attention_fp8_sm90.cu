@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   }
   allow_dependents();
   const BlockWork w = block_work(p);
-  if (w.idle) return;
+  if (w.idle()) return;
   const auto tile_first = [&](int tile) { return w.begin + tile * kTileTokens; };
   const int current_tile = current_token_tile(p, w);
   __syncthreads();  // the barriers are initialised

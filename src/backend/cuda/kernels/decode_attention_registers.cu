@@ -156,7 +156,7 @@ template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(DecodeAttentionParams p) {
   allow_dependents();
   const BlockWork w = block_work(p);
-  if (w.idle) return;
+  if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   extern __shared__ __align__(16) float scratch[];
   // The fused RoPE stages the group's query heads and the current token's K/V in the merge scratch, which is free

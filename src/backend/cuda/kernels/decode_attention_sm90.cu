@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   allow_dependents();
   const BlockWork w = block_work(p);
-  if (w.idle) return;
+  if (w.idle()) return;
   const int current_tile = current_token_tile(p, w);
   __syncthreads();  // the barriers are initialised
 

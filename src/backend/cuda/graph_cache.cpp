@@ -58,7 +58,8 @@ std::string kernel_node_name(cudaGraphNode_t node) {
   return name;
 }
 
-size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view successor_name_part) {
+size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view successor_name_part,
+                                             std::string_view predecessor_kept) {
   const GraphEdges edges = graph_edges(graph);
   size_t rewritten = 0;
   for (size_t i = 0; i < edges.data.size(); ++i) {
@@ -66,6 +67,8 @@ size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view
     if (data.type != cudaGraphDependencyTypeProgrammatic || data.from_port != cudaGraphKernelNodePortProgrammatic)
       continue;
     if (!successor_name_part.empty() && kernel_node_name(edges.to[i]).find(successor_name_part) == std::string::npos)
+      continue;
+    if (!predecessor_kept.empty() && kernel_node_name(edges.from[i]).find(predecessor_kept) != std::string::npos)
       continue;
     cudaGraphEdgeData at_launch = data;
     at_launch.from_port = cudaGraphKernelNodePortLaunchCompletion;
@@ -84,7 +87,8 @@ void DecodeGraphCache::launch(const DecodeGraphKey& key, const std::function<voi
     enqueue();
     CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
     start_dependents_at_launch_completion(
-        graph, key.padded_sequences <= kLaunchCompletionMaxSequences ? std::string_view{} : kDecodeAttentionNamePart);
+        graph, key.padded_sequences <= kLaunchCompletionMaxSequences ? std::string_view{} : kDecodeAttentionNamePart,
+        kRegisterAttentionNamePart);
     cudaGraphExec_t exec = nullptr;
     CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     CUDA_CHECK(cudaGraphDestroy(graph));

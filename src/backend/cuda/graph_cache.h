@@ -44,14 +44,22 @@ std::string kernel_node_name(cudaGraphNode_t node);
 inline constexpr int kLaunchCompletionMaxSequences = 8;
 // Part of the name of every decode attention kernel (kernels/decode_attention*.cu).
 inline constexpr std::string_view kDecodeAttentionNamePart = "decode_attention";
+// The bf16 register decode attention lets o_proj launch only once its blocks have loaded their first keys and
+// rotated their queries (allow_dependents() after the wait), so its outgoing edges stay programmatic: leaving at launch
+// completion, o_proj's 1 280 blocks queue 21 MB of weight loads exactly while attention's dependent loads (block
+// table, position, keys) are on the critical path, and its blocks reach the wait 2.5 µs later (docs/PERFORMANCE.md
+// "Session 16").
+inline constexpr std::string_view kRegisterAttentionNamePart = "decode_attention_registers_kernel";
 
 // Rewrites the programmatic edges of `graph` to leave their predecessor's launch-completion port: the successor starts
 // once all blocks of its predecessor have begun, instead of once they all called allow_dependents(). cuBLASLt's
 // GEMMs let their successor launch only near their end, so otherwise the kernel after each GEMM launches only as the
 // GEMM drains. Ordering is unchanged: the successor's wait_for_producer() still waits for its predecessor to complete
 // and its writes to be visible. With a non-empty `successor_name_part` only the edges into kernels whose name
-// (kernel_node_name) contains it are rewritten. Returns the number of edges rewritten.
-size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view successor_name_part = {});
+// (kernel_node_name) contains it are rewritten; with a non-empty `predecessor_kept` the edges out of kernels whose name
+// contains it are not. Returns the number of edges rewritten.
+size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view successor_name_part = {},
+                                             std::string_view predecessor_kept = {});
 
 class DecodeGraphCache {
  public:

@@ -1,8 +1,8 @@
 // start_dependents_at_launch_completion over a captured chain of programmatically launched kernels: every
-// programmatic edge (or, filtered by the successor's name, exactly those into the named kernels) leaves its
-// predecessor's launch-completion port afterwards, no other edge changes, and replays of the rewritten graph give the
-// bits of the same chain launched on the stream (each GEMV reads its predecessor's output, so a successor that ran
-// ahead of its producer would read poisoned values).
+// programmatic edge (or, filtered by the successor's name, exactly those into the named kernels; and none out of a
+// kernel named to be kept) leaves its predecessor's launch-completion port afterwards, no other edge changes, and
+// replays of the rewritten graph give the bits of the same chain launched on the stream (each GEMV reads its
+// predecessor's output, so a successor that ran ahead of its producer would read poisoned values).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,7 +24,8 @@ using namespace testing;  // DeviceArray, random inputs
 
 // A chain of 6 one-row linears, odd ones on the tensor-core GEMV (kernel names "...gemv_kernel..." and
 // "...gemv_mma_kernel..."), captured and rewritten with `successor_name_part`; `expected_rewritten` edges must change.
-void check_rewritten_chain(std::string_view successor_name_part, size_t expected_rewritten) {
+void check_rewritten_chain(std::string_view successor_name_part, size_t expected_rewritten,
+                           std::string_view predecessor_kept = {}) {
   constexpr int kWidth = 2048, kLinears = 6;
   std::mt19937 rng(7);
   // [kWidth, kWidth] each; small weights keep the chained activations in bf16's range.
@@ -61,7 +62,7 @@ void check_rewritten_chain(std::string_view successor_name_part, size_t expected
   for (const auto& data : before.data) programmatic += data.type == cudaGraphDependencyTypeProgrammatic;
   ASSERT_EQ(programmatic, size_t{kLinears - 1}) << "every GEMV after the first is launched programmatically";
 
-  EXPECT_EQ(start_dependents_at_launch_completion(graph, successor_name_part), expected_rewritten);
+  EXPECT_EQ(start_dependents_at_launch_completion(graph, successor_name_part, predecessor_kept), expected_rewritten);
   const GraphEdges after = graph_edges(graph);
   ASSERT_EQ(after.data.size(), before.data.size());
   for (size_t i = 0; i < before.data.size(); ++i) {
@@ -71,8 +72,10 @@ void check_rewritten_chain(std::string_view successor_name_part, size_t expected
     while (j < after.data.size() && !(after.from[j] == before.from[i] && after.to[j] == before.to[i])) ++j;
     ASSERT_LT(j, after.data.size()) << "edge " << i << " lost";
     const std::string successor = kernel_node_name(before.to[i]);
+    const bool kept =
+        !predecessor_kept.empty() && kernel_node_name(before.from[i]).find(predecessor_kept) != std::string::npos;
     const bool selected = before.data[i].type == cudaGraphDependencyTypeProgrammatic &&
-                          successor.find(successor_name_part) != std::string::npos;
+                          successor.find(successor_name_part) != std::string::npos && !kept;
     EXPECT_EQ(after.data[j].type, before.data[i].type);
     EXPECT_EQ(after.data[j].to_port, before.data[i].to_port);
     EXPECT_EQ(after.data[j].from_port, selected ? cudaGraphKernelNodePortLaunchCompletion : before.data[i].from_port)
@@ -107,6 +110,14 @@ TEST(DecodeGraphEdges, LaunchCompletionOnlyIntoNamedKernels) {
   check_rewritten_chain("gemv_mma_kernel", 3);  // the edges into linears 1, 3 and 5
   check_rewritten_chain("gemv_kernel", 2);      // into linears 2 and 4 (the first has no predecessor)
   check_rewritten_chain("no such kernel", 0);
+}
+
+TEST(DecodeGraphEdges, LaunchCompletionNotOutOfKeptKernels) {
+  SKIP_WITHOUT_GPU();
+  if (!device_supports_pdl()) GTEST_SKIP() << "programmatic dependent launch needs compute capability 9.0";
+  check_rewritten_chain({}, 2, "gemv_kernel");                 // only the edges out of linears 1 and 3
+  check_rewritten_chain({}, 3, "gemv_mma_kernel");             // out of linears 0, 2 and 4
+  check_rewritten_chain("gemv_mma_kernel", 0, "gemv_kernel");  // every edge into a tensor-core GEMV leaves a kept one
 }
 
 }  // namespace

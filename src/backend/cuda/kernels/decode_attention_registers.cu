@@ -154,7 +154,6 @@ __device__ __forceinline__ void attend_keys(WarpState<kHeadDim>& st, const KeyRe
 // scratch, [kWarps][group][kHeadDim] fp32.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(DecodeAttentionParams p) {
-  allow_dependents();
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -179,6 +178,9 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
           load_keys<kHeadDim>(regs, p, w, from, w.end, current, lane);
       });
 
+  // Only now may o_proj launch: its blocks request all their weights at once, and before this point those requests
+  // would queue ahead of this kernel's dependent loads (graph_cache.h, kRegisterAttentionNamePart).
+  allow_dependents();
   WarpState<kHeadDim> st;
   if (fused) {
     load_permuted_query<kHeadDim, true>(st.q_frag, q_stage, w.group, lane);

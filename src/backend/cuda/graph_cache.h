@@ -47,7 +47,7 @@ inline constexpr std::string_view kDecodeAttentionNamePart = "decode_attention";
 // The bf16 register decode attention lets o_proj launch only once its blocks have loaded their first keys and
 // rotated their queries (allow_dependents() after the wait), so its outgoing edges stay programmatic: leaving at launch
 // completion, o_proj's 1 280 blocks queue 21 MB of weight loads exactly while attention's dependent loads (block
-// table, position, keys) are on the critical path, and its blocks reach the wait 2.5 µs later (docs/PERFORMANCE.md
+// table, position, keys) are on the critical path, and its blocks reached the wait 2.7 µs later (docs/PERFORMANCE.md
 // "Session 16").
 inline constexpr std::string_view kRegisterAttentionNamePart = "decode_attention_registers_kernel";
 

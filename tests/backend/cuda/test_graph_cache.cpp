@@ -23,7 +23,8 @@ namespace {
 using namespace testing;  // DeviceArray, random inputs
 
 // A chain of 6 one-row linears, odd ones on the tensor-core GEMV (kernel names "...gemv_kernel..." and
-// "...gemv_mma_kernel..."), captured and rewritten with `successor_name_part`; `expected_rewritten` edges must change.
+// "...gemv_mma_kernel..."), captured and rewritten with `successor_name_part` and `predecessor_kept`;
+// `expected_rewritten` edges must change.
 void check_rewritten_chain(std::string_view successor_name_part, size_t expected_rewritten,
                            std::string_view predecessor_kept = {}) {
   constexpr int kWidth = 2048, kLinears = 6;

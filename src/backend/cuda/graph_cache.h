@@ -44,12 +44,12 @@ std::string kernel_node_name(cudaGraphNode_t node);
 inline constexpr int kLaunchCompletionMaxSequences = 8;
 // Part of the name of every decode attention kernel (kernels/decode_attention*.cu).
 inline constexpr std::string_view kDecodeAttentionNamePart = "decode_attention";
-// The bf16 register decode attention lets o_proj launch only once its blocks have loaded their first keys and
+// The register decode attention kernels let o_proj launch only once its blocks have loaded their first keys and
 // rotated their queries (allow_dependents() after the wait), so its outgoing edges stay programmatic: leaving at launch
 // completion, o_proj's 1 280 blocks queue 21 MB of weight loads exactly while attention's dependent loads (block
 // table, position, keys) are on the critical path, and its blocks reached the wait 2.7 µs later (docs/PERFORMANCE.md
 // "Session 16").
-inline constexpr std::string_view kRegisterAttentionNamePart = "decode_attention_registers_kernel";
+inline constexpr std::string_view kRegisterAttentionNamePart = "registers_kernel";
 
 // Rewrites the programmatic edges of `graph` to leave their predecessor's launch-completion port: the successor starts
 // once all blocks of its predecessor have begun, instead of once they all called allow_dependents(). cuBLASLt's

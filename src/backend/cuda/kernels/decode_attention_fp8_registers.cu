@@ -76,7 +76,6 @@ __device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, c
 // and merge scratch (fp8_registers_shared_bytes).
 template <int kHeadDim, int kHeadBlocks>
 __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kernel(DecodeAttentionParams p) {
-  allow_dependents();
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -94,6 +93,8 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
       },
       [&](int from, int current) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
+  // Only now may o_proj launch (as in decode_attention_registers.cu; graph_cache.h, kRegisterAttentionNamePart).
+  allow_dependents();
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
   if (fused) {
     load_query_fragments_t<kHeadDim, kHeadBlocks, true>(st.q, q_stage, w.group, lane);

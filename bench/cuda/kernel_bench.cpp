@@ -245,8 +245,11 @@ class Bench {
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
     record("decode attention cp.async", shape_of(p), time_kernel(p, DecodeAttentionKernel::kCpAsync), bytes, true);
     record("decode attention registers", shape_of(p), time_kernel(p, DecodeAttentionKernel::kRegisters), bytes, true);
-    if (decode_attention_bulk_copy_available(p))
+    if (decode_attention_bulk_copy_available(p)) {
       record("decode attention bulk copy", shape_of(p), time_kernel(p, DecodeAttentionKernel::kBulkCopy), bytes, true);
+      record("decode attention bulk copy 2-stage", shape_of(p),
+             time_kernel(p, DecodeAttentionKernel::kBulkCopyTwoStage), bytes, true);
+    }
 
     // The same pool as an fp8 cache: random bytes (NaN codes included: the speed does not depend on the values) and
     // scales, in the bf16 pool's buffers (half their size is used), planned for the fp8 kernel's resident blocks.

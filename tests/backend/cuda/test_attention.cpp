@@ -172,10 +172,11 @@ void poison_block_tails(PagedCache& cache, const std::vector<int>& context_lens)
 }
 
 std::string kernel_name(DecodeAttentionKernel kernel) {
-  return kernel == DecodeAttentionKernel::kBulkCopy    ? "bulk copy"
-         : kernel == DecodeAttentionKernel::kAuto      ? "auto"
-         : kernel == DecodeAttentionKernel::kRegisters ? "registers"
-                                                       : "cp.async";
+  return kernel == DecodeAttentionKernel::kBulkCopy           ? "bulk copy"
+         : kernel == DecodeAttentionKernel::kBulkCopyTwoStage ? "bulk copy, 2 stages"
+         : kernel == DecodeAttentionKernel::kAuto             ? "auto"
+         : kernel == DecodeAttentionKernel::kRegisters        ? "registers"
+                                                              : "cp.async";
 }
 
 // The names of the kernels `enqueue` launches on a stream (kernel_node_name of a captured graph's kernel nodes).
@@ -256,7 +257,8 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   p.block_size = split_case.block_size;
   p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   p.pool_blocks = cache.num_blocks;
-  if (kernel == DecodeAttentionKernel::kBulkCopy && !decode_attention_bulk_copy_available(p))
+  if ((kernel == DecodeAttentionKernel::kBulkCopy || kernel == DecodeAttentionKernel::kBulkCopyTwoStage) &&
+      !decode_attention_bulk_copy_available(p))
     GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build on a compute 9.0 device";
   size_t split_rows = 0;
   if (split_case.num_sms > 0) {
@@ -312,12 +314,12 @@ const auto kDecodeShapes = ::testing::Values(
 const auto kDecodeSplitCases =
     ::testing::Values(DecodeSplitCase{1, 16, false}, DecodeSplitCase{132, 16, true}, DecodeSplitCase{132, 32, false},
                       DecodeSplitCase{0, 32, true}, DecodeSplitCase{0, 16, false});
-INSTANTIATE_TEST_SUITE_P(Bf16, DecodeAttentionTest,
-                         ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
-                                            ::testing::Values(DecodeAttentionKernel::kCpAsync,
-                                                              DecodeAttentionKernel::kBulkCopy,
-                                                              DecodeAttentionKernel::kRegisters),
-                                            ::testing::Values(CacheDtype::kBf16)));
+INSTANTIATE_TEST_SUITE_P(
+    Bf16, DecodeAttentionTest,
+    ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
+                       ::testing::Values(DecodeAttentionKernel::kCpAsync, DecodeAttentionKernel::kBulkCopy,
+                                         DecodeAttentionKernel::kBulkCopyTwoStage, DecodeAttentionKernel::kRegisters),
+                       ::testing::Values(CacheDtype::kBf16)));
 // Over an fp8 cache: the cp.async fp8 kernel, the bulk-copy one (head_dim 64: the cp.async kernel again, see
 // decode_attention.h) and the register one.
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
@@ -389,6 +391,35 @@ TEST(DecodeAttentionPlan, AutoKernelFollowsBatchAndPlannedContext) {
   EXPECT_EQ(decode_attention_register_context(4, false), 2048);
   EXPECT_EQ(decode_attention_register_context(2, false), 8192);
   EXPECT_EQ(decode_attention_register_context(4, true), 8192);
+}
+
+// On Hopper with a pool, kAuto's ring kernel over a bf16 cache is the 2-stage bulk-copy kernel for 5 to
+// kDecodeAttentionTwoStageBatch sequences and the 3-stage one beyond; over fp8 the bulk-copy kernel at every batch.
+// The plan follows the kernel's residency: 16 sequences x 1 K (128 (sequence, KV head) pairs, 16 tiles) take 3 splits
+// of 6 tiles at 3 blocks per SM (384 blocks, one wave of 396), where 2 blocks per SM would take 2 of 8 (256 of 264).
+TEST(DecodeAttentionPlan, AutoRingKernelFollowsBatchOnHopper) {
+  SKIP_WITHOUT_GPU();
+  alignas(16) const uint8_t fp8_pool_stand_in[16] = {};  // the bulk-copy kernels need 16-byte aligned pools
+  DecodeAttentionParams p;
+  p.num_heads = 32;
+  p.num_kv_heads = 8;
+  p.head_dim = 128;
+  p.block_size = 16;
+  p.pool_blocks = 1024;
+  if (!decode_attention_bulk_copy_available(p)) GTEST_SKIP() << "needs an sm_90a build on a compute 9.0 device";
+  for (bool fp8 : {false, true})
+    for (int num_decode : {5, 16, kDecodeAttentionTwoStageBatch, kDecodeAttentionTwoStageBatch + 1, 64}) {
+      p.k_fp8 = fp8 ? fp8_pool_stand_in : nullptr;
+      p.num_decode = num_decode;
+      plan_decode_attention_splits(p, 1024, 132);
+      const bool two_stage = !fp8 && num_decode <= kDecodeAttentionTwoStageBatch;
+      EXPECT_EQ(decode_attention_auto_kernel(p),
+                two_stage ? DecodeAttentionKernel::kBulkCopyTwoStage : DecodeAttentionKernel::kBulkCopy)
+          << num_decode << " sequences" << (fp8 ? ", fp8" : ", bf16");
+      if (!fp8 && num_decode == 16) {
+        EXPECT_EQ(p.num_splits, 3);
+      }
+    }
 }
 
 enum class PrefillKernel { kMmaSync, kWgmma };

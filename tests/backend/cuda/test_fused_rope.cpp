@@ -3,7 +3,7 @@
 // cache byte (and fp8 scale) must be bit-identical: the register kernels with one to eight sequences, the cp.async and
 // bulk-copy kernels with 1 to 64 (the current token in the first tiles, copied after the wait, or later), over both
 // cache dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128; kBulkCopy runs the fp8 cp.async
-// kernel otherwise) and head_dim 64 and 128.
+// kernel otherwise) and head_dim 64 and 128; the 2-stage bulk-copy kernel over a bf16 cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -184,7 +184,8 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     return p;
   };
 
-  if (c.kernel == DecodeAttentionKernel::kBulkCopy && !decode_attention_bulk_copy_available(attention_params(fused)))
+  if ((c.kernel == DecodeAttentionKernel::kBulkCopy || c.kernel == DecodeAttentionKernel::kBulkCopyTwoStage) &&
+      !decode_attention_bulk_copy_available(attention_params(fused)))
     GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build and a compute 9.0 device";
   launch_qk_norm_rope_cache_write(rope_params(unfused), nullptr);
   launch_decode_attention(attention_params(unfused), nullptr, c.kernel);
@@ -211,9 +212,10 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
 std::string fused_case_name(const ::testing::TestParamInfo<FusedCase>& info) {
   const FusedCase& c = info.param;
   char name[80];
-  const char* kernel = c.kernel == DecodeAttentionKernel::kBulkCopy  ? "bulk"
-                       : c.kernel == DecodeAttentionKernel::kCpAsync ? "cpasync"
-                                                                     : "registers";
+  const char* kernel = c.kernel == DecodeAttentionKernel::kBulkCopy           ? "bulk"
+                       : c.kernel == DecodeAttentionKernel::kBulkCopyTwoStage ? "bulk2"
+                       : c.kernel == DecodeAttentionKernel::kCpAsync          ? "cpasync"
+                                                                              : "registers";
   std::snprintf(name, sizeof(name), "%s_d%d_h%d_kv%d_seqs%zu_%s", kernel, c.head_dim, c.num_heads, c.num_kv_heads,
                 c.context_lens.size(), c.fp8 ? "fp8" : "bf16");
   return name;
@@ -260,6 +262,17 @@ std::vector<FusedCase> fused_cases() {
   cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, true, kBulkCopy});
   cases.push_back({128, 24, 4, {129, 5, 191, 192, 193, 1}, true, kBulkCopy});
   cases.push_back({128, 64, 8, batch64, true, kBulkCopy});
+  // The 2-stage bulk-copy kernel (kAuto's for 5 to 24 sequences over a bf16 cache): one tile in flight, so the
+  // current token's tile is the prologue's only one or a later one.
+  constexpr auto kTwoStage = DecodeAttentionKernel::kBulkCopyTwoStage;
+  cases.push_back({128, 32, 8, {4099}, false, kTwoStage});
+  cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, false, kTwoStage});
+  cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, false, kTwoStage});
+  cases.push_back({64, 16, 1, {1, 300, 17, 129, 1025, 64}, false, kTwoStage});
+  cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, false, kTwoStage});
+  std::vector<int> batch16(16);
+  for (int s = 0; s < 16; ++s) batch16[static_cast<size_t>(s)] = 960 + (s * 37) % 129;
+  cases.push_back({128, 32, 8, batch16, false, kTwoStage});
   return cases;
 }
 

@@ -18,19 +18,25 @@ using namespace decode_block;
 
 // Blocks of the attention kernels resident on one SM, from shared memory alone (228 KB per SM on Hopper, 1 KB of it
 // reserved per block, up to 1 KB of alignment slack in the bulk-copy kernel; registers and threads allow more): the
-// bf16 kernels' tile ring, or the cp.async fp8 kernel's ring (its registers allow the kBlocksPerSm its launch bounds
-// ask for); the Hopper fp8 kernel asserts its own figure fits. Only steers the split plan, so an estimate suffices.
+// bf16 kernels' tile ring (2 tiles for the 2-stage bulk-copy kernel, else 3), or the cp.async fp8 kernel's ring (its
+// registers allow the kBlocksPerSm its launch bounds ask for); the Hopper fp8 kernel asserts its own figure fits. Only
+// steers the split plan, so an estimate suffices.
 template <int kHeadDim>
-constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy) {
+constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy, bool two_stage) {
   if (fp8 && fp8_bulk_copy) return kFp8BulkCopyBlocksPerSm;
   constexpr int kStaticShared = 2 * kWarps * kGroupRows * 4 + 16 + kStages * 8;
-  const int dynamic_shared = fp8 ? Fp8Layout<kHeadDim>::kSharedBytes : ring_bytes<kHeadDim>();
+  const int dynamic_shared = fp8         ? Fp8Layout<kHeadDim>::kSharedBytes
+                             : two_stage ? ring_bytes<kHeadDim, 2>()
+                                         : ring_bytes<kHeadDim>();
   const int by_shared = (228 * 1024) / (dynamic_shared + 1024 + kStaticShared + 1024);
   return std::min(fp8 ? Fp8Layout<kHeadDim>::kBlocksPerSm : 16, by_shared);
 }
 
+// The kernel a launch asked for `kernel` runs: kAuto's choice, and over an fp8 cache kBulkCopyTwoStage as kBulkCopy.
 DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
-  return kernel == DecodeAttentionKernel::kAuto ? decode_attention_auto_kernel(p) : kernel;
+  if (kernel == DecodeAttentionKernel::kAuto) return decode_attention_auto_kernel(p);
+  if (kernel == DecodeAttentionKernel::kBulkCopyTwoStage && p.k_fp8 != nullptr) return DecodeAttentionKernel::kBulkCopy;
+  return kernel;
 }
 
 // Whether an fp8 launch asked for `kernel` runs the Hopper fp8 kernel: it serves head_dim 128 and groups of at most 8.
@@ -139,7 +145,10 @@ DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& 
       p.planned_context <= decode_attention_register_context(p.num_decode, p.k_fp8 != nullptr))
     return DecodeAttentionKernel::kRegisters;
   // pool_blocks first: a plan made without a pool (unknown) must not query the device.
-  if (p.pool_blocks > 0 && decode_attention_bulk_copy_available(p)) return DecodeAttentionKernel::kBulkCopy;
+  if (p.pool_blocks > 0 && decode_attention_bulk_copy_available(p))
+    return p.k_fp8 == nullptr && p.num_decode <= kDecodeAttentionTwoStageBatch
+               ? DecodeAttentionKernel::kBulkCopyTwoStage
+               : DecodeAttentionKernel::kBulkCopy;
   return DecodeAttentionKernel::kCpAsync;
 }
 
@@ -147,9 +156,10 @@ void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len,
   p.planned_context = max_context_len;
   const int64_t pairs = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
   const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, DecodeAttentionKernel::kAuto);
+  const bool two_stage = resolve_auto(p, DecodeAttentionKernel::kAuto) == DecodeAttentionKernel::kBulkCopyTwoStage;
   const int64_t capacity =
-      static_cast<int64_t>(num_sms) *
-      (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8, fp8_bulk) : resident_blocks_per_sm<128>(fp8, fp8_bulk));
+      static_cast<int64_t>(num_sms) * (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8, fp8_bulk, two_stage)
+                                                        : resident_blocks_per_sm<128>(fp8, fp8_bulk, two_stage));
   const int64_t tiles = std::max<int64_t>(1, (max_context_len + kTileTokens - 1) / kTileTokens);
   // num_decode * num_splits stays within decode_attention_max_split_rows.
   const int64_t max_splits =
@@ -190,6 +200,8 @@ void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t s
       launch_decode_attention_fp8(params, stream);
     else if (kernel == DecodeAttentionKernel::kBulkCopy)
       launch_decode_attention_bulk_copy(params, stream);
+    else if (kernel == DecodeAttentionKernel::kBulkCopyTwoStage)
+      launch_decode_attention_bulk_copy(params, stream, 2);
     else if (kernel == DecodeAttentionKernel::kRegisters)
       launch_decode_attention_registers(params, stream);
     else

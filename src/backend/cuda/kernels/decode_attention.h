@@ -57,14 +57,19 @@ struct DecodeAttentionParams {
 };
 
 // Which kernel runs a launch: the cp.async kernel (sm_80+), the Hopper bulk-copy kernel, or the register kernel, for
-// either cache dtype. kAuto (decode_attention_auto_kernel): the register kernel for at most
-// kDecodeAttentionRegisterBatch sequences whose planned context is within decode_attention_register_context; else the
-// bulk-copy kernel where it can run (decode_attention_bulk_copy_available), else the cp.async kernel
-// (docs/PERFORMANCE.md "Session 7", "Session 12" and "Session 13" have the measurements behind the thresholds). Over an
-// fp8 cache with head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy
-// kernel's tile step holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
-enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kRegisters };
+// either cache dtype. kBulkCopyTwoStage is the bf16 bulk-copy kernel with a 2-tile ring at 3 blocks per SM instead of
+// 3 tiles at 2 (over an fp8 cache it runs as kBulkCopy). kAuto (decode_attention_auto_kernel): the register kernel for
+// at most kDecodeAttentionRegisterBatch sequences whose planned context is within decode_attention_register_context;
+// else the bulk-copy kernel where it can run (decode_attention_bulk_copy_available), over a bf16 cache the 2-stage one
+// for at most kDecodeAttentionTwoStageBatch sequences; else the cp.async kernel (docs/PERFORMANCE.md "Session 7",
+// "Session 12", "Session 13" and "Session 17" have the measurements behind the thresholds). Over an fp8 cache with
+// head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy kernel's tile step
+// holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
+enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kBulkCopyTwoStage, kRegisters };
 constexpr int kDecodeAttentionRegisterBatch = 4;
+// Up to this many sequences the 2-stage bulk-copy kernel's finer splits fill the GPU in one wave and win (runs
+// 100-101: 8-24 sequences at 0.5-4 K, -1 to -6 % per step); from 32 on its one tile in flight per block loses (+9 %).
+constexpr int kDecodeAttentionTwoStageBatch = 24;
 
 // The longest planned context at which kAuto still runs the register kernel for `num_decode` sequences (1 to
 // kDecodeAttentionRegisterBatch). The register kernel loads each split's keys once, without a pipeline: it wins while
@@ -109,7 +114,8 @@ void launch_decode_attention_registers(const DecodeAttentionParams& params, cuda
 void launch_decode_attention_fp8_registers(const DecodeAttentionParams& params, cudaStream_t stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
-// split_counters is null: launch_decode_attention's part. Needs decode_attention_bulk_copy_available(params).
-void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
+// split_counters is null: launch_decode_attention's part. `ring_stages`: 3 (kBulkCopy) or 2 (kBulkCopyTwoStage).
+// Needs decode_attention_bulk_copy_available(params).
+void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream, int ring_stages = 3);
 
 }  // namespace qinfer::cuda

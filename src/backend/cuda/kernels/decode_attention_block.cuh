@@ -23,10 +23,11 @@ constexpr int kGroupRows = 16;                   // query heads of a GQA group p
 constexpr int kWarpKeys = kTileTokens / kWarps;  // 16 keys of a tile per warp
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Bytes of the K/V tile ring: [kStages][K|V][kTileTokens][kHeadDim] bf16.
-template <int kHeadDim>
+// Bytes of the K/V tile ring: [kRingStages][K|V][kTileTokens][kHeadDim] bf16 (the bulk-copy kernel also runs with a
+// 2-stage ring, kBulkCopyTwoStage).
+template <int kHeadDim, int kRingStages = kStages>
 constexpr int ring_bytes() {
-  return kStages * 2 * kTileTokens * kHeadDim * 2;
+  return kRingStages * 2 * kTileTokens * kHeadDim * 2;
 }
 
 __device__ __forceinline__ float rescale_factor(float old_max, float new_max) {

@@ -35,9 +35,9 @@ struct BulkCopyParams {
   DecodeAttentionParams attention;
 };
 
-template <int kHeadDim>
+template <int kHeadDim, int kRingStages>
 constexpr int shared_bytes() {
-  return ring_bytes<kHeadDim>() + kAlignSlack;
+  return ring_bytes<kHeadDim, kRingStages>() + kAlignSlack;
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -67,13 +67,15 @@ __device__ __forceinline__ void zero_v_rows_past_end(unsigned char* v_tile, int 
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Tile t goes to stage t % kStages; after the
-// barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kStages - 1, so two tiles are in flight
-// while one is computed; each stage's mbarrier completes when all its boxes have landed. The first tiles are issued
+// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Tile t goes to stage t % kRingStages; after
+// the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kRingStages - 1, so kRingStages - 1
+// tiles are in flight while one is computed: 3 stages at 2 blocks per SM (4 tiles in flight per SM), or 2 stages at 3
+// blocks per SM (3 tiles, but splits planned 1.5 times finer, which wins where a batch fills one wave: kAuto's
+// kBulkCopyTwoStage). Each stage's mbarrier completes when all its boxes have landed. The first tiles are issued
 // before waiting for the previous kernel, except the one holding the current token (current_token_tile), issued
 // after the wait and, with p.rope set, after this block's fused QK-norm/RoPE wrote that token's K/V.
-template <int kHeadDim>
-__global__ void __launch_bounds__(kThreads, 2)
+template <int kHeadDim, int kRingStages>
+__global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
     decode_attention_bulk_copy_kernel(const __grid_constant__ BulkCopyParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kSlabs = kHeadDim / kBoxDims;
@@ -85,14 +87,14 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool fused = p.rope.qkv != nullptr;
 
-  __shared__ uint64_t full[kStages];
+  __shared__ uint64_t full[kRingStages];
   extern __shared__ unsigned char shared_raw[];
-  // [kStages][K|V][kSlabs][kTileTokens][64] bf16, 1024-byte aligned; with the fused RoPE the group's query heads
+  // [kRingStages][K|V][kSlabs][kTileTokens][64] bf16, 1024-byte aligned; with the fused RoPE the group's query heads
   // ([group][kHeadDim] bf16) after it.
   unsigned char* ring = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);
-  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(ring + ring_bytes<kHeadDim>());
+  __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(ring + ring_bytes<kHeadDim, kRingStages>());
   if (threadIdx.x == 0) {
-    for (int stage = 0; stage < kStages; ++stage) sm90::mbarrier_init(&full[stage], 1);
+    for (int stage = 0; stage < kRingStages; ++stage) sm90::mbarrier_init(&full[stage], 1);
     sm90::fence_mbarrier_init();
   }
   allow_dependents();
@@ -106,7 +108,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // page of the tile after the one issued is looked up one step ahead, so the block-table read is off the critical
   // path.
   const auto issue = [&](int tile, int row) {
-    const int stage = tile % kStages;
+    const int stage = tile % kRingStages;
     const int first = w.begin + tile * kTileTokens;
     const int groups = (min(kTileTokens, w.end - first) + kBoxTokens - 1) / kBoxTokens;
     if (lane == 0) sm90::mbarrier_arrive_expect_tx(&full[stage], groups * 2 * kSlabs * kBoxBytes);
@@ -120,12 +122,12 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   };
-  const int prologue_tiles = min(kStages - 1, w.num_tiles);
-  int next_row = 0;  // warp 0: the box row of tile kStages - 1, then of each next tile to issue
+  const int prologue_tiles = min(kRingStages - 1, w.num_tiles);
+  int next_row = 0;  // warp 0: the box row of tile kRingStages - 1, then of each next tile to issue
   if (warp == 0) {
     for (int tile = 0; tile < prologue_tiles; ++tile)
       if (tile != current_tile) issue(tile, box_row(p, w, tile, lane));
-    next_row = box_row(p, w, kStages - 1, lane);
+    next_row = box_row(p, w, kRingStages - 1, lane);
   }
   const RopeLane<kHeadDim> rope = rope_lane<kHeadDim>(p, w, lane);
   wait_for_producer();
@@ -141,13 +143,13 @@ __global__ void __launch_bounds__(kThreads, 2)
   const float scale_log2 = p.scale * kLog2e;
   for (int tile = 0; tile < w.num_tiles; ++tile) {
     __syncthreads();  // everyone is done with tile - 1, whose stage is refilled now
-    const int next = tile + kStages - 1;
+    const int next = tile + kRingStages - 1;
     if (warp == 0 && next < w.num_tiles) {
       issue(next, next_row);
       next_row = box_row(p, w, next + 1, lane);
     }
-    unsigned char* k_tile = ring + (tile % kStages) * 2 * kTileBytes;
-    sm90::mbarrier_wait(&full[tile % kStages], (tile / kStages) & 1);
+    unsigned char* k_tile = ring + (tile % kRingStages) * 2 * kTileBytes;
+    sm90::mbarrier_wait(&full[tile % kRingStages], (tile / kRingStages) & 1);
     const int tile_first = w.begin + tile * kTileTokens;
     if (tile == w.num_tiles - 1) zero_v_rows_past_end<kHeadDim>(k_tile + kTileBytes, tile_first, w.end, warp, lane);
     attend_tile<kHeadDim>(
@@ -168,11 +170,12 @@ CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionPar
   return make_bf16_tensor_map_swizzle128(cache, p.pool_blocks * p.num_kv_heads * p.block_size, p.head_dim, kBoxTokens);
 }
 
-template <int kHeadDim>
+template <int kHeadDim, int kRingStages>
 void launch_for_head_dim(const BulkCopyParams& params, cudaStream_t stream) {
-  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
-  const int shared = shared_bytes<kHeadDim>() + fused_query_stage_bytes<kHeadDim>(params.attention);
-  launch_decode_blocks(decode_attention_bulk_copy_kernel<kHeadDim>, params.attention, shared, stream, params);
+  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim, kRingStages>(), "merge scratch must fit");
+  const int shared = shared_bytes<kHeadDim, kRingStages>() + fused_query_stage_bytes<kHeadDim>(params.attention);
+  launch_decode_blocks(decode_attention_bulk_copy_kernel<kHeadDim, kRingStages>, params.attention, shared, stream,
+                       params);
 }
 
 }  // namespace
@@ -197,17 +200,24 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p) {
 #endif
 }
 
-void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream) {
+void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream, int ring_stages) {
   QINFER_CHECK(decode_attention_bulk_copy_available(params),
                "the bulk-copy decode attention needs an sm_90a build, a compute 9.0 device, pool_blocks and a block "
                "size that is a multiple of 16");
   QINFER_CHECK(params.k_fp8 == nullptr, "the bulk-copy decode attention kernel reads a bf16 cache");
+  QINFER_CHECK(ring_stages == 2 || ring_stages == kStages,
+               "the bulk-copy decode attention runs a ring of 2 or 3 tiles");
   if (params.num_decode == 0) return;
   BulkCopyParams bulk;
   bulk.k_map = pool_tensor_map(params.k_cache, params);
   bulk.v_map = pool_tensor_map(params.v_cache, params);
   bulk.attention = params;
-  with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(bulk, stream); });
+  with_head_dim(params.head_dim, [&](auto dim) {
+    if (ring_stages == 2)
+      launch_for_head_dim<decltype(dim)::value, 2>(bulk, stream);
+    else
+      launch_for_head_dim<decltype(dim)::value, kStages>(bulk, stream);
+  });
 }
 
 }  // namespace qinfer::cuda

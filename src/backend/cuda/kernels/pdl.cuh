@@ -2,8 +2,8 @@
 // the stream is still running. It must call wait_for_producer() before it reads anything the predecessor writes, and
 // before it writes anything the predecessor may still read; work on data no kernel writes (weights) may come first.
 // Kernels call allow_dependents() early so that their successor's launch latency and weight prefetch overlap their own
-// tail; the register decode attention kernels call it only after their wait, so that o_proj's prefetch does not delay its
-// first loads (graph_cache.h, kRegisterAttentionNamePart). Without PDL support (sm_80/89, or a plain <<<>>> launch)
+// tail; the register decode attention kernels call it only after their wait, so that o_proj's prefetch does not delay
+// its first loads (graph_cache.h, kRegisterAttentionNamePart). Without PDL support (sm_80/89, or a plain <<<>>> launch)
 // both calls are no-ops and the launch is an ordinary one.
 //
 // Ordering stays transitive: every kernel launched this way calls wait_for_producer() before it exits, in every block

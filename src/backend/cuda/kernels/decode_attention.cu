@@ -155,8 +155,9 @@ DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& 
 void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms) {
   p.planned_context = max_context_len;
   const int64_t pairs = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
-  const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, DecodeAttentionKernel::kAuto);
-  const bool two_stage = resolve_auto(p, DecodeAttentionKernel::kAuto) == DecodeAttentionKernel::kBulkCopyTwoStage;
+  const DecodeAttentionKernel kernel = decode_attention_auto_kernel(p);
+  const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, kernel);
+  const bool two_stage = kernel == DecodeAttentionKernel::kBulkCopyTwoStage;
   const int64_t capacity =
       static_cast<int64_t>(num_sms) * (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8, fp8_bulk, two_stage)
                                                         : resident_blocks_per_sm<128>(fp8, fp8_bulk, two_stage));

@@ -48,7 +48,9 @@ constexpr int kGemvRowLimit = 4;
 // The tensor-core GEMV wins only next to the register decode attention: between the ring attention kernels it makes
 // the step a third slower (run 68; 4 sequences at 2-8 K next to the bulk-copy kernel: +29 to +37 %, runs 73-74), so it
 // takes no more rows than the register kernel takes sequences, and steps whose decode attention runs a ring kernel
-// (long contexts) keep it to one row (gemv_rows_next_to).
+// (long contexts) keep it to one row (gemv_rows_next_to). The loss is run-ahead: its one-wave grids pass the launch on
+// at once, so kernels two and three ahead take residency the ring kernel and cuBLASLt still need; stopping that (late
+// triggers, no launch-completion edges) leaves at most 1.3 % to gain at 8 sequences (runs 104-106).
 static_assert(kGemvRowLimit <= cuda::kDecodeAttentionRegisterBatch);
 
 // The most rows a step's linears run on the GEMVs, given its decode attention (none: num_decode 0).

@@ -245,34 +245,32 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, fp8, kCpAsync});
     cases.push_back({128, 64, 4, {640, 513, 64}, fp8, kCpAsync});
   }
-  // kAuto runs the bulk-copy kernel for 1-4 sequences of long contexts.
-  cases.push_back({128, 32, 8, {4099}, false, kBulkCopy});
+  // The bulk-copy kernel over a bf16 cache with its 3-tile ring (kAuto's for 1-4 sequences of long contexts and from
+  // 25 sequences on) and its 2-tile ring (kAuto's for 5 to 24 sequences: one tile in flight, so the current token's
+  // tile is the prologue's only one or a later one).
+  constexpr auto kTwoStage = DecodeAttentionKernel::kBulkCopyTwoStage;
+  for (DecodeAttentionKernel kernel : {kBulkCopy, kTwoStage}) {
+    cases.push_back({128, 32, 8, {4099}, false, kernel});
+    cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, false, kernel});
+    cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, false, kernel});
+    cases.push_back({64, 16, 1, {1, 300, 17, 129, 1025, 64}, false, kernel});
+    cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, false, kernel});
+  }
   cases.push_back({128, 32, 8, {2049, 70}, false, kBulkCopy});
-  cases.push_back({128, 32, 8, {70, 1, 2049, 640}, true, kBulkCopy});
-  cases.push_back({128, 8, 8, {17, 4099, 129}, true, kBulkCopy});
-  cases.push_back({64, 32, 8, {70, 1, 64, 65, 300}, true, kBulkCopy});  // head_dim 64: the fp8 cp.async kernel
-  cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, false, kBulkCopy});
-  cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, false, kBulkCopy});
-  cases.push_back({64, 16, 1, {1, 300, 17, 129, 1025, 64}, false, kBulkCopy});
-  cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, false, kBulkCopy});
   std::vector<int> batch64(64);
   for (int s = 0; s < 64; ++s) batch64[static_cast<size_t>(s)] = 512 + (s * 37) % 129;
   cases.push_back({128, 32, 8, batch64, false, kBulkCopy});
+  std::vector<int> batch16(16);
+  for (int s = 0; s < 16; ++s) batch16[static_cast<size_t>(s)] = 960 + (s * 37) % 129;
+  cases.push_back({128, 32, 8, batch16, false, kTwoStage});
+  // Over an fp8 cache kBulkCopy runs the Hopper fp8 kernel (head_dim 128, groups up to 8), else the fp8 cp.async one.
+  cases.push_back({128, 32, 8, {70, 1, 2049, 640}, true, kBulkCopy});
+  cases.push_back({128, 8, 8, {17, 4099, 129}, true, kBulkCopy});
+  cases.push_back({64, 32, 8, {70, 1, 64, 65, 300}, true, kBulkCopy});  // head_dim 64: the fp8 cp.async kernel
   cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, true, kBulkCopy});
   cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, true, kBulkCopy});
   cases.push_back({128, 24, 4, {129, 5, 191, 192, 193, 1}, true, kBulkCopy});
   cases.push_back({128, 64, 8, batch64, true, kBulkCopy});
-  // The 2-stage bulk-copy kernel (kAuto's for 5 to 24 sequences over a bf16 cache): one tile in flight, so the
-  // current token's tile is the prologue's only one or a later one.
-  constexpr auto kTwoStage = DecodeAttentionKernel::kBulkCopyTwoStage;
-  cases.push_back({128, 32, 8, {4099}, false, kTwoStage});
-  cases.push_back({128, 32, 8, {70, 1, 64, 65, 300}, false, kTwoStage});
-  cases.push_back({128, 8, 8, {17, 64, 129, 1025, 2048}, false, kTwoStage});
-  cases.push_back({64, 16, 1, {1, 300, 17, 129, 1025, 64}, false, kTwoStage});
-  cases.push_back({64, 12, 4, {129, 5, 191, 192, 193}, false, kTwoStage});
-  std::vector<int> batch16(16);
-  for (int s = 0; s < 16; ++s) batch16[static_cast<size_t>(s)] = 960 + (s * 37) % 129;
-  cases.push_back({128, 32, 8, batch16, false, kTwoStage});
   return cases;
 }
 

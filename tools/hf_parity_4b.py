@@ -31,6 +31,10 @@ log-probabilities by several percent (3-8 % on the 0.6B shape in numpy, 0.3-1 % 
 with its 4 layers). So the fp32 CPU backend gets 1.5x that "flip floor" (or 2e-2), and the CUDA backend 1.5x the bf16
 rounded forward's error (which contains its own flips); a greedy token may then differ from the reference's argmax
 where the reference's top-2 margin is at most 1.5x the largest shift of that margin by the floor's forward (or 0.05).
+Which codes a bf16 forward flips is chance, and so is its error: bf16 rounded forwards with K/V moved by only 5e-4
+relative (a quarter of a bf16 unit) before rounding land 1.4-2.5x apart in log-sum-exp RMS on the same case (run 113
+of docs/PERFORMANCE.md). So the CUDA fp8 bounds take the median RMS over the bf16 rounded forward and
+`--floor-samples` (8) such perturbed ones, not one realization; each is reported (`floor_samples`).
 The explicit forward is tied to
 transformers: without the rounding it must reproduce transformers' fp32 log-probabilities on every case
 (`reference_vs_hf`, at most 1e-3), or the run stops. (An earlier version rounded K/V inside transformers' eager
@@ -63,10 +67,13 @@ BF16_ALLOWANCE = 1.5
 CPU_PROMPT_LENGTHS = [1, 64]
 
 
-def round_to_e4m3(x):
+def round_to_e4m3(x, noise=None):
     """x [..., head_dim] stored and read back as qinfer's fp8 cache does: per vector, values times 448 / amax rounded to
-    E4M3 (nearest even), read back times amax / 448; all-zero vectors stay 0."""
+    E4M3 (nearest even), read back times amax / 448; all-zero vectors stay 0. noise (fp32, x's shape): x times
+    (1 + noise) in fp32 first, so that a bf16 forward can be perturbed below its own rounding unit."""
     xf = x.float()
+    if noise is not None:
+        xf = xf * (1 + noise)
     amax = xf.abs().amax(dim=-1, keepdim=True)
     inverse = torch.where(amax > 0, 448.0 / amax, torch.zeros_like(amax))
     stored = (xf * inverse).to(torch.float8_e4m3fn).float()
@@ -86,8 +93,9 @@ class Qwen3Reference:
         return self.weights[name].to(dtype)
 
     @torch.no_grad()
-    def logprobs(self, ids, dtype, fp8_kv, kv_noise=0.0):
-        """kv_noise: K/V times (1 + kv_noise * N(0, 1)) before the rounding (seeded), the flip floor's perturbation."""
+    def logprobs(self, ids, dtype, fp8_kv, kv_noise=0.0, noise_seed=1):
+        """kv_noise: K/V times (1 + kv_noise * N(0, 1)) in fp32 before the rounding (generator seeded with noise_seed),
+        the flip floor's perturbation."""
         c = self.config
         heads, kv_heads, dim = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
         eps, tokens = c["rms_norm_eps"], len(ids)
@@ -109,7 +117,7 @@ class Qwen3Reference:
             rotated = torch.cat([-x[..., dim // 2:], x[..., : dim // 2]], dim=-1)
             return x * cos + rotated * sin
 
-        noise = torch.Generator(device="cuda").manual_seed(1)
+        noise = torch.Generator(device="cuda").manual_seed(noise_seed)
         mask = torch.full((tokens, tokens), float("-inf"), device="cuda").triu(1)
         x = self.weights["model.embed_tokens.weight"][torch.tensor(ids, device="cuda")].to(dtype)
         for layer in range(c["num_hidden_layers"]):
@@ -120,10 +128,11 @@ class Qwen3Reference:
             v = linear(h, p + "self_attn.v_proj.weight").view(tokens, kv_heads, dim)
             q, k = rope(q), rope(k)
             if fp8_kv:
+                k_noise = v_noise = None
                 if kv_noise:
-                    k = k * (1 + kv_noise * torch.randn(k.shape, generator=noise, device="cuda", dtype=k.dtype))
-                    v = v * (1 + kv_noise * torch.randn(v.shape, generator=noise, device="cuda", dtype=v.dtype))
-                k, v = round_to_e4m3(k), round_to_e4m3(v)
+                    k_noise = kv_noise * torch.randn(k.shape, generator=noise, device="cuda", dtype=torch.float32)
+                    v_noise = kv_noise * torch.randn(v.shape, generator=noise, device="cuda", dtype=torch.float32)
+                k, v = round_to_e4m3(k, k_noise), round_to_e4m3(v, v_noise)
             group = heads // kv_heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # [tokens, heads, dim]
             scores = torch.einsum("qhd,khd->hqk", q, k) * dim ** -0.5 + mask
@@ -170,10 +179,27 @@ def rms(values):
     return float(np.sqrt(np.mean(np.square(values))))
 
 
-def check_case(models, reference, qinfer, model_dir, prompt, device, kv_cache_dtype):
+def perturbed_floors(reference, ids, rows, qinfer_steps, logprobs, samples, noise):
+    """The fp8 CUDA floor's other realizations (module docstring): `samples` bf16 rounded forwards with K/V times
+    (1 + noise * N(0, 1)) before the rounding (seeds 2, 3, ...), each scored against the reference like the floor.
+    Returns their RMS over the steps per metric."""
+    spread = {"noise": noise, "relative_error": [], "offset_error": []}
+    for seed in range(2, 2 + samples):
+        sample = reference.logprobs(ids, torch.bfloat16, fp8_kv=True, kv_noise=noise, noise_seed=seed)[rows]
+        relative, offset = [], []
+        for i, step in enumerate(qinfer_steps):
+            theirs, floor = logprobs[i, step["ids"]].cpu().numpy(), sample[i, step["ids"]].cpu().numpy()
+            relative.append(centred_error(floor, theirs))
+            offset.append(float(abs(floor.mean() - theirs.mean())))
+        spread["relative_error"].append(rms(relative))
+        spread["offset_error"].append(rms(offset))
+    return spread
+
+
+def check_case(models, reference, qinfer, model_dir, prompt, device, kv_cache_dtype, floor_samples, floor_noise):
     """qinfer on `device` against transformers fp32; with device cuda the bf16 floor widens the logit bounds. With the
     fp8 cache the reference is Qwen3Reference with K/V rounded as qinfer stores them, and the floors are its bf16 forward
-    (cuda) and its flip floor (cpu), which also widen the token margin."""
+    (cuda, with `floor_samples` perturbed realizations) and its flip floor (cpu), which also widen the token margin."""
     result = qinfer_greedy(qinfer, model_dir, prompt, device, kv_cache_dtype)
     generated = result["token_ids"]
     logits, logprobs = hf_logprobs(models["fp32"], prompt, generated)
@@ -222,11 +248,17 @@ def check_case(models, reference, qinfer, model_dir, prompt, device, kv_cache_dt
     if plain_logprobs is not None:
         summary["fp8_kv_cost_rms"] = rms([s["fp8_kv_cost"] for s in steps])
         summary["reference_vs_hf"] = worst
+    perturbed = None
+    if plain_logprobs is not None and device == "cuda" and floor_samples > 0:
+        perturbed = perturbed_floors(reference, prompt + generated, rows, result["logprobs"], logprobs, floor_samples,
+                                     floor_noise)
+        summary["floor_samples"] = perturbed
     for metric in ("relative_error", "offset_error"):
         ours = rms([s[metric] for s in steps])
         bound = MAX_RELATIVE_ERROR
         if floor_logprobs is not None:
-            bound = max(bound, BF16_ALLOWANCE * rms([s["floor_" + metric] for s in steps]))
+            floors = [rms([s["floor_" + metric] for s in steps])] + (perturbed[metric] if perturbed else [])
+            bound = max(bound, BF16_ALLOWANCE * float(np.median(floors)))
         summary[metric] = {"rms": ours, "bound": bound, "ok": ours < bound}
     ok = tokens_ok and all(summary[m]["ok"] for m in ("relative_error", "offset_error"))
     return ok, summary, steps
@@ -239,6 +271,10 @@ def main():
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "fp8"], help="qinfer's KV cache storage")
+    parser.add_argument("--floor-samples", type=int, default=8, metavar="N",
+                        help="fp8: perturbed bf16 floors per CUDA case besides the unperturbed one (bounds: the median)")
+    parser.add_argument("--floor-noise", type=float, default=5e-4,
+                        help="relative K/V perturbation of those floors before the E4M3 rounding")
     args = parser.parse_args()
     model_dir = os.path.join(args.work, "qwen3-4b-shape")
     if not os.path.exists(os.path.join(model_dir, "config.json")):
@@ -253,7 +289,8 @@ def main():
     cases, all_ok = [], True
     for device, length in runs:
         prompt = prompt_ids(length, 4000 + PROMPT_LENGTHS.index(length))
-        ok, summary, steps = check_case(models, reference, args.qinfer, model_dir, prompt, device, args.kv_cache_dtype)
+        ok, summary, steps = check_case(models, reference, args.qinfer, model_dir, prompt, device, args.kv_cache_dtype,
+                                        args.floor_samples, args.floor_noise)
         all_ok &= ok
         logit, offset = summary["relative_error"], summary["offset_error"]
         print(f"{device:4s} {args.kv_cache_dtype} KV, prompt {length:5d}: {'ok' if ok else 'FAILED'}, tokens {'ok' if summary['tokens_ok'] else 'DIFFER'}, "
@@ -262,12 +299,18 @@ def main():
               + (f"; fp8 K/V alone move fp32 logits by {summary['fp8_kv_cost_rms']:.2e}, tokens may differ below margin "
                  f"{summary['allowed_margin']:.2f}" if "fp8_kv_cost_rms" in summary else ""),
               flush=True)
+        if "floor_samples" in summary:
+            spread = summary["floor_samples"]
+            print(f"     {len(spread['offset_error'])} perturbed bf16 floors (K/V noise {spread['noise']:.0e}): "
+                  f"log-sum-exp RMS {min(spread['offset_error']):.2e}-{max(spread['offset_error']):.2e}, centred "
+                  f"{min(spread['relative_error']):.2e}-{max(spread['relative_error']):.2e}", flush=True)
         cases.append({"device": device, "prompt_length": length, "ok": ok, **summary, "steps": steps})
     report = {"ok": all_ok, "torch": torch.__version__, "transformers": transformers.__version__,
               "reference": "float32, eager, teacher-forced on qinfer's tokens; bf16 floor: transformers in bfloat16"
                            + ("; fp8 KV: both an explicit Qwen3 forward with K/V rounded to E4M3 as qinfer's cache stores them"
                               if args.kv_cache_dtype == "fp8" else ""),
               "kv_cache_dtype": args.kv_cache_dtype, "max_relative_error": MAX_RELATIVE_ERROR, "bf16_allowance": BF16_ALLOWANCE, "margin": MARGIN,
+              **({"floor_samples": args.floor_samples, "floor_noise": args.floor_noise} if args.kv_cache_dtype == "fp8" else {}),
               "cases": cases}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)

@@ -32,12 +32,11 @@ with its 4 layers). So the fp32 CPU backend gets 1.5x that "flip floor" (or 2e-2
 rounded forward's error (which contains its own flips); a greedy token may then differ from the reference's argmax
 where the reference's top-2 margin is at most 1.5x the largest shift of that margin by the floor's forward (or 0.05).
 Which codes a bf16 forward flips is chance, and so is its error: bf16 rounded forwards with K/V moved by only 5e-4
-relative (a quarter of a bf16 unit) before rounding land 1.4-2.5x apart in log-sum-exp RMS on the same case (run 113
-of docs/PERFORMANCE.md). So the CUDA fp8 bounds take the median RMS over the bf16 rounded forward and
-`--floor-samples` (8) such perturbed ones, not one realization; each is reported (`floor_samples`).
-The explicit forward is tied to
-transformers: without the rounding it must reproduce transformers' fp32 log-probabilities on every case
-(`reference_vs_hf`, at most 1e-3), or the run stops. (An earlier version rounded K/V inside transformers' eager
+relative (an eighth of a bf16 unit or less) before rounding land 1.4-2.5x apart in log-sum-exp RMS on the same case
+(run 113 of docs/PERFORMANCE.md). So the CUDA fp8 bounds take the median RMS over the bf16 rounded forward and
+`--floor-samples` (8) such perturbed ones, not one realization; each is reported (`floor_samples`). The explicit
+forward is tied to transformers: without the rounding it must reproduce transformers' fp32 log-probabilities on every
+case (`reference_vs_hf`, at most 1e-3), or the run stops. (An earlier version rounded K/V inside transformers' eager
 attention function; it gave the same 3-4 % for the fp32 CPU backend from two tokens on, exact at a one-token prompt
 where K does not matter, which is the flip floor above. The explicit forward keeps the reference independent of where
 transformers' internals hand K and V over.)
@@ -198,8 +197,9 @@ def perturbed_floors(reference, ids, rows, qinfer_steps, logprobs, samples, nois
 
 def check_case(models, reference, qinfer, model_dir, prompt, device, kv_cache_dtype, floor_samples, floor_noise):
     """qinfer on `device` against transformers fp32; with device cuda the bf16 floor widens the logit bounds. With the
-    fp8 cache the reference is Qwen3Reference with K/V rounded as qinfer stores them, and the floors are its bf16 forward
-    (cuda, with `floor_samples` perturbed realizations) and its flip floor (cpu), which also widen the token margin."""
+    fp8 cache the reference is Qwen3Reference with K/V rounded as qinfer stores them, and the floors are its bf16
+    forward (cuda, with `floor_samples` perturbed realizations) and its flip floor (cpu), which also widen the token
+    margin."""
     result = qinfer_greedy(qinfer, model_dir, prompt, device, kv_cache_dtype)
     generated = result["token_ids"]
     logits, logprobs = hf_logprobs(models["fp32"], prompt, generated)
@@ -272,7 +272,7 @@ def main():
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "fp8"], help="qinfer's KV cache storage")
     parser.add_argument("--floor-samples", type=int, default=8, metavar="N",
-                        help="fp8: perturbed bf16 floors per CUDA case besides the unperturbed one (bounds: the median)")
+                        help="fp8: perturbed bf16 floors per CUDA case besides the unperturbed one (bounds: median)")
     parser.add_argument("--floor-noise", type=float, default=5e-4,
                         help="relative K/V perturbation of those floors before the E4M3 rounding")
     args = parser.parse_args()
@@ -310,7 +310,8 @@ def main():
                            + ("; fp8 KV: both an explicit Qwen3 forward with K/V rounded to E4M3 as qinfer's cache stores them"
                               if args.kv_cache_dtype == "fp8" else ""),
               "kv_cache_dtype": args.kv_cache_dtype, "max_relative_error": MAX_RELATIVE_ERROR, "bf16_allowance": BF16_ALLOWANCE, "margin": MARGIN,
-              **({"floor_samples": args.floor_samples, "floor_noise": args.floor_noise} if args.kv_cache_dtype == "fp8" else {}),
+              **({"floor_samples": args.floor_samples, "floor_noise": args.floor_noise}
+                 if args.kv_cache_dtype == "fp8" else {}),
               "cases": cases}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)

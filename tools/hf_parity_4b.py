@@ -178,18 +178,21 @@ def rms(values):
     return float(np.sqrt(np.mean(np.square(values))))
 
 
+def step_errors(ours, theirs):
+    """The two errors of one step over the same ids: centred relative error and log-sum-exp (mean offset) error."""
+    return centred_error(ours, theirs), float(abs(ours.mean() - theirs.mean()))
+
+
 def perturbed_floors(reference, ids, rows, qinfer_steps, logprobs, samples, noise):
     """The fp8 CUDA floor's other realizations (module docstring): `samples` bf16 rounded forwards with K/V times
     (1 + noise * N(0, 1)) before the rounding (seeds 2, 3, ...), each scored against the reference like the floor.
     Returns their RMS over the steps per metric."""
     spread = {"noise": noise, "relative_error": [], "offset_error": []}
+    theirs = [logprobs[i, step["ids"]].cpu().numpy() for i, step in enumerate(qinfer_steps)]
     for seed in range(2, 2 + samples):
         sample = reference.logprobs(ids, torch.bfloat16, fp8_kv=True, kv_noise=noise, noise_seed=seed)[rows]
-        relative, offset = [], []
-        for i, step in enumerate(qinfer_steps):
-            theirs, floor = logprobs[i, step["ids"]].cpu().numpy(), sample[i, step["ids"]].cpu().numpy()
-            relative.append(centred_error(floor, theirs))
-            offset.append(float(abs(floor.mean() - theirs.mean())))
+        relative, offset = zip(*(step_errors(sample[i, step["ids"]].cpu().numpy(), theirs[i])
+                                 for i, step in enumerate(qinfer_steps)))
         spread["relative_error"].append(rms(relative))
         spread["offset_error"].append(rms(offset))
     return spread
@@ -223,15 +226,15 @@ def check_case(models, reference, qinfer, model_dir, prompt, device, kv_cache_dt
         ids = step["ids"]
         ours = np.array(step["logprobs"], dtype=np.float64)
         theirs = logprobs[i, ids].cpu().numpy()
-        entry = {"relative_error": centred_error(ours, theirs), "offset_error": float(abs(ours.mean() - theirs.mean()))}
+        relative, offset = step_errors(ours, theirs)
+        entry = {"relative_error": relative, "offset_error": offset}
         if plain_logprobs is not None:
             entry["fp8_kv_cost"] = centred_error(theirs, plain_logprobs[i, ids].cpu().numpy())
         top2 = torch.topk(logits[i], 2)
         margin = float(top2.values[0] - top2.values[1])
         if floor_logprobs is not None:
             floor = floor_logprobs[i, ids].cpu().numpy()
-            entry["floor_relative_error"] = centred_error(floor, theirs)
-            entry["floor_offset_error"] = float(abs(floor.mean() - theirs.mean()))
+            entry["floor_relative_error"], entry["floor_offset_error"] = step_errors(floor, theirs)
             floor_top2 = floor_logprobs[i, top2.indices]
             entry["floor_margin_shift"] = abs(float(floor_top2[0] - floor_top2[1]) - margin)
         steps.append({"token": generated[i], "hf_argmax": int(top2.indices[0]), "hf_margin": margin, **entry})

@@ -56,7 +56,7 @@ class Probe {
     const auto* producer_weight = producer_weight_.as<__nv_bfloat16>();
     const auto enqueue = [&] {
       const GemvParams producer{producer_x, producer_weight, x, false, std::min(rows, kProducerRows), c.k, kProducerK};
-      launch_gemv_mma(producer, gemv_mma_default_shape(c.k), stream_);
+      launch_gemv_mma(producer, gemv_mma_default_shape(c.k), {stream_, device_});
       gemm_.matmul(x, weight_.as<__nv_bfloat16>(), y_.data(), false, rows, c.n, c.k, stream_);
     };
     std::string kernels;
@@ -113,6 +113,7 @@ class Probe {
     return out;
   }
 
+  DeviceCapabilities device_ = query_device_capabilities();
   cudaStream_t stream_ = nullptr;
   DeviceBuffer producer_x_{kProducerRows * size_t{kProducerK} * 2, "probe producer x"};
   DeviceBuffer producer_weight_{size_t{kMaxK} * kProducerK * 2, "probe producer weight"};

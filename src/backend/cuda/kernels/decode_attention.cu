@@ -33,16 +33,18 @@ constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy, bool two_stag
 }
 
 // The kernel a launch asked for `kernel` runs: kAuto's choice, and over an fp8 cache kBulkCopyTwoStage as kBulkCopy.
-DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
-  if (kernel == DecodeAttentionKernel::kAuto) return decode_attention_auto_kernel(p);
+DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel,
+                                   const DeviceCapabilities& device) {
+  if (kernel == DecodeAttentionKernel::kAuto) return decode_attention_auto_kernel(p, device);
   if (kernel == DecodeAttentionKernel::kBulkCopyTwoStage && p.k_fp8 != nullptr) return DecodeAttentionKernel::kBulkCopy;
   return kernel;
 }
 
 // Whether an fp8 launch asked for `kernel` runs the Hopper fp8 kernel: it serves head_dim 128 and groups of at most 8.
-bool runs_fp8_bulk_copy(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
-  return p.k_fp8 != nullptr && resolve_auto(p, kernel) == DecodeAttentionKernel::kBulkCopy && p.head_dim == 128 &&
-         fp8_head_blocks(p.num_heads / p.num_kv_heads) == 1;
+bool runs_fp8_bulk_copy(const DecodeAttentionParams& p, DecodeAttentionKernel kernel,
+                        const DeviceCapabilities& device) {
+  return p.k_fp8 != nullptr && resolve_auto(p, kernel, device) == DecodeAttentionKernel::kBulkCopy &&
+         p.head_dim == 128 && fp8_head_blocks(p.num_heads / p.num_kv_heads) == 1;
 }
 
 // grid (num_splits, num_kv_heads, num_decode). The query heads of one GQA group are the rows of an m16 tile, so K and
@@ -115,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(DecodeAttentionP
 }
 
 template <int kHeadDim>
-void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
+void launch_for_head_dim(const DecodeAttentionParams& p, const KernelStream& stream) {
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
   const int shared = ring_bytes<kHeadDim>() + fused_query_stage_bytes<kHeadDim>(p);
   launch_decode_blocks(decode_attention_kernel<kHeadDim>, p, shared, stream, p);
@@ -140,23 +142,23 @@ int decode_attention_register_context(int num_decode, bool fp8) {
   return fp8 ? 8192 : 2048;
 }
 
-DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& p) {
+DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& p, const DeviceCapabilities& device) {
   if (p.num_decode <= kDecodeAttentionRegisterBatch &&
       p.planned_context <= decode_attention_register_context(p.num_decode, p.k_fp8 != nullptr))
     return DecodeAttentionKernel::kRegisters;
-  // pool_blocks first: a plan made without a pool (unknown) must not query the device.
-  if (p.pool_blocks > 0 && decode_attention_bulk_copy_available(p))
+  if (decode_attention_bulk_copy_available(p, device))
     return p.k_fp8 == nullptr && p.num_decode <= kDecodeAttentionTwoStageBatch
                ? DecodeAttentionKernel::kBulkCopyTwoStage
                : DecodeAttentionKernel::kBulkCopy;
   return DecodeAttentionKernel::kCpAsync;
 }
 
-void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms) {
+void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, const DeviceCapabilities& device) {
   p.planned_context = max_context_len;
+  const int num_sms = device.num_sms;
   const int64_t pairs = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
-  const DecodeAttentionKernel kernel = decode_attention_auto_kernel(p);
-  const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, kernel);
+  const DecodeAttentionKernel kernel = decode_attention_auto_kernel(p, device);
+  const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, kernel, device);
   const bool two_stage = kernel == DecodeAttentionKernel::kBulkCopyTwoStage;
   const int64_t capacity =
       static_cast<int64_t>(num_sms) * (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8, fp8_bulk, two_stage)
@@ -185,15 +187,16 @@ void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len,
 
 int decode_attention_max_split_rows(int max_decode, int num_sms) { return max_decode + 4 * num_sms; }
 
-void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream, DecodeAttentionKernel kernel) {
+void launch_decode_attention(const DecodeAttentionParams& params, const KernelStream& stream,
+                             DecodeAttentionKernel kernel) {
   if (params.num_decode == 0) return;
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
-  kernel = resolve_auto(params, kernel);
+  kernel = resolve_auto(params, kernel, stream.device);
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (runs_fp8_bulk_copy(params, kernel))
+    if (runs_fp8_bulk_copy(params, kernel, stream.device))
       launch_decode_attention_fp8_bulk_copy(params, stream);
     else if (fp8 && kernel == DecodeAttentionKernel::kRegisters)
       launch_decode_attention_fp8_registers(params, stream);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 
 namespace qinfer::cuda {
@@ -78,44 +79,47 @@ constexpr int kDecodeAttentionTwoStageBatch = 24;
 int decode_attention_register_context(int num_decode, bool fp8);
 
 // The kernel a kAuto launch over `params` runs (its splits planned).
-DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& params);
+DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& params,
+                                                   const DeviceCapabilities& device);
 
 // Picks tokens_per_split / num_splits for a batch: the split count with the least estimated time, counted in waves
 // of resident blocks times tiles per block (plus a per-block fill and merge cost). Resident blocks depend on the
 // cache's dtype: set k_fp8 before planning for an fp8 cache.
-void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms);
+void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, const DeviceCapabilities& device);
 
 // Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.
 int decode_attention_max_split_rows(int max_decode, int num_sms);
 
-// True when this build has the sm_90a bulk-copy kernel, the device is compute 9.0 and params.pool_blocks is known.
-bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
+// True when the device runs this build's sm_90a kernels (DeviceCapabilities::hopper_kernels) and params.pool_blocks is
+// known.
+bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params, const DeviceCapabilities& device);
 
-void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream,
+void launch_decode_attention(const DecodeAttentionParams& params, const KernelStream& stream,
                              DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
 
 // The fp8-cache kernel alone (decode_attention_fp8.cu), without the merge kernel: launch_decode_attention's part. Each
 // warp builds fp16 tensor-core fragments straight from the E4M3 bytes (decode_attention_fp8_fragments.cuh), with the
 // scales folded into scores and probabilities (decode_attention_fp8_tile.cuh).
-void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_fp8(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The Hopper fp8-cache kernel alone (decode_attention_fp8_sm90.cu): the fp8 kernel's tile step over tiles and scales
 // brought in by the bulk copy engine. Needs head_dim 128, GQA groups of at most 8 and
 // decode_attention_bulk_copy_available(params).
-void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The register kernel alone (decode_attention_registers.cu; bf16 cache, sm_80+): K/V go from the paged cache straight
 // into mma fragments, without a shared-memory tile ring, and the first tile is loaded before waiting for the previous
 // kernel. Needs split_counters when num_splits > 1 or the merge kernel after it.
-void launch_decode_attention_registers(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_registers(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The same over an fp8 cache (decode_attention_fp8_registers.cu): the fp8 kernels' warp step on bytes loaded straight
 // into registers.
-void launch_decode_attention_fp8_registers(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_fp8_registers(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. `ring_stages`: 3 (kBulkCopy) or 2 (kBulkCopyTwoStage).
 // Needs decode_attention_bulk_copy_available(params).
-void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream, int ring_stages = 3);
+void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream,
+                                       int ring_stages = 3);
 
 }  // namespace qinfer::cuda

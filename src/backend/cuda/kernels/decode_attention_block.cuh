@@ -344,8 +344,8 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
 // Launches one of the decode attention kernels, `kernel(params)`, over grid (num_splits, num_kv_heads, num_decode) of
 // `p` with `shared_bytes` of dynamic shared memory and the carveout set for as many resident blocks as it allows.
 template <typename Params>
-void launch_decode_blocks(void (*kernel)(Params), const DecodeAttentionParams& p, int shared_bytes, cudaStream_t stream,
-                          const Params& params) {
+void launch_decode_blocks(void (*kernel)(Params), const DecodeAttentionParams& p, int shared_bytes,
+                          const KernelStream& stream, const Params& params) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));

@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream) {
+void launch_decode_attention_fp8(const DecodeAttentionParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
                params.v_scales != nullptr && params.block_size % 16 == 0);
   if (params.num_decode == 0) return;

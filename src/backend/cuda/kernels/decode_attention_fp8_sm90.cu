@@ -173,13 +173,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream) {
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
                    params.v_scales != nullptr && params.head_dim == kHeadDim &&
                    fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1 &&
-                   decode_attention_bulk_copy_available(params),
-               "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, GQA groups of at most 8, an "
-               "sm_90a build, a compute 9.0 device, pool_blocks and a block size that is a multiple of 16");
+                   decode_attention_bulk_copy_available(params, stream.device),
+               "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, GQA groups of at most 8, "
+               "the sm_90a kernels on a compute 9.0 device, pool_blocks and a block size that is a multiple of 16");
   if (params.num_decode == 0) return;
   const int64_t rows = params.pool_blocks * params.num_kv_heads * params.block_size;
   Fp8BulkCopyParams bulk;

@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
       });
 
   // Only now may o_proj launch: its blocks request all their weights at once, and before this point those requests
-  // would queue ahead of this kernel's dependent loads (graph_cache.h, kRegisterAttentionNamePart).
+  // would queue ahead of this kernel's dependent loads (graph_cache.h, GraphNodeRole::kRegisterDecodeAttention).
   allow_dependents();
   WarpState<kHeadDim> st;
   if (fused) {
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
 
 }  // namespace
 
-void launch_decode_attention_registers(const DecodeAttentionParams& p, cudaStream_t stream) {
+void launch_decode_attention_registers(const DecodeAttentionParams& p, const KernelStream& stream) {
   QINFER_CHECK(p.k_fp8 == nullptr, "the register decode attention kernel reads a bf16 cache");
   if (p.num_decode == 0) return;
   const int shared_bytes = kWarps * (p.num_heads / p.num_kv_heads) * p.head_dim * 4;  // 32 KB at most (group 16)

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kThreads, kOneWave ? 10 : 1) gemv_kernel(GemvP
 }
 
 template <int kMaxRows, int kOutputs, bool kOneWave = false>
-void launch_rows(const GemvParams& p, cudaStream_t stream) {
+void launch_rows(const GemvParams& p, const KernelStream& stream) {
   const int outputs_per_block = p.swiglu ? kOutputs / 2 : kOutputs;
   const int outputs = p.swiglu ? p.n / 2 : p.n;
   const unsigned blocks = static_cast<unsigned>((outputs + outputs_per_block - 1) / outputs_per_block);
@@ -123,7 +123,7 @@ void launch_rows(const GemvParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_gemv(const GemvParams& params, cudaStream_t stream) {
+void launch_gemv(const GemvParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.k % 8 == 0 && params.num_rows >= 1 && params.num_rows <= kGemvMaxRows && params.n > 0);
   QINFER_CHECK(!params.swiglu || (params.n % 2 == 0 && !params.y_fp32), "SwiGLU GEMV: even n, bf16 output");
   constexpr int kNarrowOutputs = 4096;  // up to 2048 blocks: one or two waves, where the tail matters

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "backend/cuda/device_capabilities.h"
 #include "backend/cuda/kernels/gemv.h"
 
 namespace qinfer::cuda {
@@ -29,6 +30,6 @@ bool gemv_mma_supports(const GemvParams& params);
 GemvMmaShape gemv_mma_default_shape(int n);
 
 // y = x·weightᵀ (or the SwiGLU of gate/up, as launch_gemv) for 1..16 rows; fp32 accumulation in fixed order.
-void launch_gemv_mma(const GemvParams& params, GemvMmaShape shape, cudaStream_t stream);
+void launch_gemv_mma(const GemvParams& params, GemvMmaShape shape, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

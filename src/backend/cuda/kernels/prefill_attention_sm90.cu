@@ -370,7 +370,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int kHeadDim>
-void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
+void launch_for_head_dim(const PrefillAttentionParams& p, const KernelStream& stream) {
   constexpr int kSharedBytes = SharedLayout<kHeadDim>::kBytes;
   CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_wgmma_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kSharedBytes));
@@ -379,26 +379,17 @@ void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
   const int64_t cache_rows = p.pool_blocks * p.num_kv_heads * p.block_size;
   const CUtensorMap k_map = make_bf16_tensor_map_swizzle128(p.k_cache, cache_rows, kHeadDim, 16);
   const CUtensorMap v_map = make_bf16_tensor_map_swizzle128(p.v_cache, cache_rows, kHeadDim, 16);
-  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p, k_map, v_map);
+  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream.stream>>>(p, k_map, v_map);
   CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-bool prefill_attention_wgmma_available() {
-#if defined(QINFER_HAVE_SM90A)
-  int device = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-#else
-  return false;
-#endif
-}
+bool prefill_attention_wgmma_available(const DeviceCapabilities& device) { return device.hopper_kernels; }
 
-void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaStream_t stream) {
-  QINFER_CHECK(prefill_attention_wgmma_available(), "the wgmma prefill attention needs an sm_90a build on compute 9.0");
+void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, const KernelStream& stream) {
+  QINFER_CHECK(prefill_attention_wgmma_available(stream.device),
+               "the wgmma prefill attention needs the sm_90a kernels on a compute 9.0 device");
   if (params.num_prefill == 0 || params.max_q_len == 0) return;
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
   QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,

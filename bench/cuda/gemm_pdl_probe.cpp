@@ -1,12 +1,12 @@
-// Whether cuBLASLt's decode GEMMs wait for their producer when launched programmatically (docs/CUDA_NOTES.md, "Kernel
-// boundaries at small batches", Next (1)). A long producer of ours (the tensor-core GEMV over k = 65 536, which lets
+// Whether cuBLASLt's decode GEMMs wait for their producer when launched programmatically (docs/CUDA_DESIGN.md,
+// "Decode graphs and launch edges"). A long producer of ours (the tensor-core GEMV over k = 65 536, which lets
 // its dependents launch at its start) writes x; the GEMM reads it. The pair is captured as a graph twice: once with
 // the plain edge cuBLASLt's launch gets, once with that edge made programmatic. x is poisoned (NaN) before every
 // replay, so a GEMM that reads x before its producer has finished gives other bits than the plain graph.
 //
 // Usage: cuda_gemm_pdl_probe. Prints, per shape and row count, the GEMM's kernels and whether the two graphs agree;
-// exits 1 when any case differs. Run 71 (session 13, cuBLASLt 13 on an H200): every decode GEMM differs, so
-// cuBLASLt's nvjet kernels do not wait for a programmatic producer.
+// exits 1 when any case differs. With cuBLASLt 13 on an H200 (2026-12-01) every decode GEMM differs, so cuBLASLt's
+// nvjet kernels do not wait for a programmatic producer.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

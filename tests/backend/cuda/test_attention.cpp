@@ -358,7 +358,8 @@ TEST(DecodeAttentionPlan, AutoKernelFollowsBatchAndPlannedContext) {
             << "context " << context;
       }
     }
-  // The measured thresholds (docs/PERFORMANCE.md "Session 13"): bf16 3-4 sequences leave the register kernel past 2 K.
+  // The measured thresholds (docs/CUDA_DESIGN.md, "Decode attention: which kernel"): bf16 3-4 sequences leave the
+  // register kernel past 2 K.
   EXPECT_EQ(decode_attention_register_context(4, false), 2048);
   EXPECT_EQ(decode_attention_register_context(2, false), 8192);
   EXPECT_EQ(decode_attention_register_context(4, true), 8192);

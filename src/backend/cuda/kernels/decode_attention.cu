@@ -123,9 +123,10 @@ void launch_for_head_dim(const DecodeAttentionParams& p, const KernelStream& str
   launch_decode_blocks(decode_attention_kernel<kHeadDim>, p, shared, stream, p);
 }
 
-// Estimated cost of a plan in 32nds of a tile per resident slot: full or partial waves of blocks times (tiles per
-// block plus about two tiles' worth of pipeline fill and merge per block), plus `merge_per_split` for each split of a
-// sequence (the last block of each (sequence, KV head) merges the splits one after another).
+// Estimated cost of a plan in 32nds of a tile per resident slot (docs/CUDA_DESIGN.md, "Decode attention: the split
+// plan"): full or partial waves of blocks times (tiles per block plus about two tiles' worth of pipeline fill and merge
+// per block), plus `merge_per_split` for each split of a sequence (the last block of each (sequence, KV head) merges
+// the splits one after another).
 int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block, int64_t splits, int64_t merge_per_split) {
   constexpr int64_t kBlockOverheadTiles = 2;
   return (blocks + capacity - 1) / capacity * (tiles_per_block + kBlockOverheadTiles) * 32 + splits * merge_per_split;
@@ -134,10 +135,10 @@ int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block, int
 }  // namespace
 
 int decode_attention_register_context(int num_decode, bool fp8) {
-  // Measured on the H200 (docs/PERFORMANCE.md "Session 13", runs 73-74; contexts are the graphs' power-of-two
-  // buckets): 1-2 sequences keep the register kernel up to 8 K (bf16 2 x 8 K+: bulk copy 3.97 against 4.29 ms per
-  // step), 3-4 up to 2 K over bf16 and 8 K over fp8 (which reads half the bytes per key). fp8 with 1-2 sequences was
-  // not measured past 8 K and keeps the register kernel.
+  // Measured on the H200 (docs/CUDA_DESIGN.md, "Decode attention: which kernel"; contexts are the graphs'
+  // power-of-two buckets): 1-2 sequences keep the register kernel up to 8 K (bf16 2 x 8 K+: bulk copy 3.97 against 4.29
+  // ms per step), 3-4 up to 2 K over bf16 and 8 K over fp8 (which reads half the bytes per key). fp8 with 1-2 sequences
+  // was not measured past 8 K and keeps the register kernel.
   if (num_decode <= 2) return fp8 ? std::numeric_limits<int>::max() : 8192;
   return fp8 ? 8192 : 2048;
 }
@@ -168,8 +169,8 @@ void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len,
   const int64_t max_splits =
       std::min<int64_t>(tiles, (static_cast<int64_t>(p.num_decode) + 4 * num_sms) / std::max(1, p.num_decode));
   // The fp8 kernel's tiles cost so little that the serial split merge shows: 5/32 of a tile per split puts the plans
-  // of 1 x 1 K, 1 x 8 K and 8 x 4 K where runs R1-R2 of docs/CUDA_NOTES.md "fp8 decode attention, keys as rows"
-  // measured them fastest (8, 32 and 8 splits). Not measured for the bf16 kernels, which keep their plans.
+  // of 1 x 1 K, 1 x 8 K and 8 x 4 K where forced plans measured them fastest (8, 32 and 8 splits; docs/CUDA_DESIGN.md,
+  // "Decode attention: the split plan"). Not measured for the bf16 kernels, which keep their plans.
   const int64_t merge_per_split = fp8 ? 5 : 0;
   int64_t best_tiles = tiles, best_cost = std::numeric_limits<int64_t>::max();
   for (int64_t splits = 1; splits <= max_splits; ++splits) {

@@ -4,7 +4,7 @@
 // (sequence, KV head) when `split_counters` is given, else by a second kernel. For each cache dtype two kernels share
 // that structure and differ in how K/V tiles reach shared memory: 16-byte cp.async per thread (sm_80+), or on Hopper
 // the bulk tensor copy engine over the paged pool (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu;
-// docs/CUDA_NOTES.md has the measurements).
+// docs/CUDA_DESIGN.md, "Decode attention: the family", says why and what each reaches).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -62,19 +62,19 @@ struct DecodeAttentionParams {
 // 3 tiles at 2 (over an fp8 cache it runs as kBulkCopy). kAuto (decode_attention_auto_kernel): the register kernel for
 // at most kDecodeAttentionRegisterBatch sequences whose planned context is within decode_attention_register_context;
 // else the bulk-copy kernel where it can run (decode_attention_bulk_copy_available), over a bf16 cache the 2-stage one
-// for at most kDecodeAttentionTwoStageBatch sequences; else the cp.async kernel (docs/PERFORMANCE.md "Session 7",
-// "Session 12", "Session 13" and "Session 17" have the measurements behind the thresholds). Over an fp8 cache with
+// for at most kDecodeAttentionTwoStageBatch sequences; else the cp.async kernel (docs/CUDA_DESIGN.md, "Decode
+// attention: which kernel", has the measurements behind the thresholds). Over an fp8 cache with
 // head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy kernel's tile step
 // holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kBulkCopyTwoStage, kRegisters };
 constexpr int kDecodeAttentionRegisterBatch = 4;
-// Up to this many sequences the 2-stage bulk-copy kernel's finer splits fill the GPU in one wave and win (runs
-// 100-101: 8-24 sequences at 0.5-4 K, -1 to -6 % per step); from 32 on its one tile in flight per block loses (+9 %).
+// Up to this many sequences the 2-stage bulk-copy kernel's finer splits fill the GPU in one wave and win (measured:
+// 8-24 sequences at 0.5-4 K, -1 to -6 % per step); from 32 on its one tile in flight per block loses (+9 %).
 constexpr int kDecodeAttentionTwoStageBatch = 24;
 
 // The longest planned context at which kAuto still runs the register kernel for `num_decode` sequences (1 to
 // kDecodeAttentionRegisterBatch). The register kernel loads each split's keys once, without a pipeline: it wins while
-// the splits are short, and the bulk-copy kernel's ring wins beyond (runs 73-74: 4 bf16 sequences in the 2 K bucket
+// the splits are short, and the bulk-copy kernel's ring wins beyond (measured: 4 bf16 sequences in the 2 K bucket
 // 3.13 against 3.25 ms per step, in the 4 K bucket 3.50 against 3.41, in the 16 K bucket 5.75 against 4.74).
 int decode_attention_register_context(int num_decode, bool fp8);
 

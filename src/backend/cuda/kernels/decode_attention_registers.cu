@@ -1,8 +1,8 @@
 // Decode attention for small batches with K/V in registers: the blocks of decode_attention.cu (split-KV, GQA group as
 // the rows of an m16 tensor-core tile, 64-key tiles of which each warp owns 16 keys, in-kernel split merge), but each
 // thread loads its share of K and V from the paged cache straight into the registers its mma fragments need, without
-// a shared-memory tile ring. Two reasons, both about the batch-1 decode chain (docs/CUDA_NOTES.md "The batch-1 chain,
-// measured"):
+// a shared-memory tile ring. Two reasons, both about the batch-1 decode chain (docs/CUDA_DESIGN.md, "Decode
+// attention: the family"):
 // - the cp.async and bulk-copy kernels need ~100 KB of shared memory per block and ask for the max-shared carveout, so
 //   the SMs are reconfigured around every attention launch (about 8 µs per layer at batch 1); this kernel needs only
 //   the few KB of the warps' merge and leaves the carveout to the driver;

@@ -3,7 +3,7 @@
 // maps view the paged K and V pools as [pool_blocks * num_kv_heads * block_size rows][head_dim]; one box is 16 keys of
 // one cache block by 64 dims, landed 128-byte-swizzled, so a 64-key tile of one KV head is 4 page lookups and
 // 4 * head_dim / 64 boxes each for K and V, issued by four lanes of warp 0 and completing on one mbarrier per stage.
-// docs/CUDA_NOTES.md has the profile that motivated it and the measurements.
+// docs/CUDA_DESIGN.md, "Decode attention: the family", has the profile that motivated it and what it reaches.
 #include <cuda.h>
 
 #include <cstdint>

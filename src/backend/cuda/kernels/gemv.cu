@@ -18,7 +18,8 @@ constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and out
 // their SwiGLU.
 // kOneWave: held to 10 resident blocks per SM (48 registers), so that the narrow one-row grids of o_proj/down (1280
 // blocks) fit in one wave on 132 SMs instead of 1.08 waves at 9 blocks per SM, whose last 92 blocks ran nearly alone.
-// Wide grids run many waves and are faster with the registers (measured: gate_up 23.6 vs 27.1 µs).
+// Wide grids run many waves and are faster with the registers (measured: gate_up 23.6 vs 27.1 µs; docs/CUDA_DESIGN.md,
+// "GEMV", has the threshold's measurements).
 template <int kMaxRows, int kOutputs, typename OutT, bool kOneWave>
 __global__ void __launch_bounds__(kThreads, kOneWave ? 10 : 1) gemv_kernel(GemvParams p) {
   constexpr int kPairs = kOutputs / 2;

@@ -142,7 +142,8 @@ bool gemv_mma_supports(const GemvParams& params) {
 
 GemvMmaShape gemv_mma_default_shape(int n) {
   // Narrow outputs have few 16-row blocks (o_proj / down: 160), so more warps split k to keep bytes in flight; two
-  // groups in flight beat four everywhere (run 45: four spill at 9-16 rows and hold fewer blocks per SM).
+  // groups in flight beat four everywhere (four spill at 9-16 rows and hold fewer blocks per SM; docs/CUDA_DESIGN.md,
+  // "Tensor-core GEMV").
   return n <= 4096 ? GemvMmaShape{16, 2} : GemvMmaShape{8, 2};
 }
 

@@ -14,7 +14,7 @@ using namespace qk_rope;
 constexpr int kWarpsPerBlock = 4;
 // From this many tokens on (prefill), a warp handles 8 heads of its token: the 8 loads are in flight together and the
 // token's RoPE angles are computed once per warp, not per head. Fewer tokens (decode) keep one head per warp, so that
-// a step's few tokens still spread over many warps.
+// a step's few tokens still spread over many warps (docs/CUDA_DESIGN.md, "QK-norm, RoPE and the cache write").
 constexpr int kManyTokens = 256;
 constexpr int kHeadsPerWarpForManyTokens = 8;
 

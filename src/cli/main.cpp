@@ -1,4 +1,4 @@
-// qinfer: serve | generate | tokenize | bench | make-test-model. Thin: parse flags, call the layers.
+// qinfer: serve | generate | tokenize | bench | download | make-test-model. Thin: parse flags, call the layers.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   qinfer::cli::register_generate(app);
   qinfer::cli::register_tokenize(app);
   qinfer::cli::register_bench(app);
+  qinfer::cli::register_download(app);
   qinfer::cli::register_make_test_model(app);
   qinfer::cli::register_serve(app);
   try {

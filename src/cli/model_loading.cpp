@@ -16,7 +16,9 @@ constexpr const char* kDemoPreset = "tiny";
 }
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
-  cmd.add_option("--model", flags.model, "Model directory or Hugging Face repo id (ORG/NAME) in the local HF cache");
+  cmd.add_option("--model", flags.model,
+                 "Model directory, or a hub repo id (ORG/NAME) taken from the local cache and downloaded first when "
+                 "it is not there");
   cmd.add_option("--load-format", flags.load_format,
                  "auto: read safetensors; dummy: deterministic random weights from --config or --preset")
       ->check(CLI::IsMember({"auto", "dummy"}))
@@ -26,6 +28,7 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--config", flags.config, "With --load-format dummy: a config.json");
   cmd.add_option("--tokenizer", flags.tokenizer, "Directory with tokenizer.json (default: the model's)");
   cmd.add_option("--weight-seed", flags.seed, "With --load-format dummy: weight seed")->capture_default_str();
+  add_hub_flags(cmd, flags.hub);
 }
 
 void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
@@ -60,7 +63,7 @@ std::optional<std::filesystem::path> find_tokenizer_dir(const ModelFlags& flags)
     return fs::path(flags.tokenizer);
   }
   if (!flags.model.empty() && flags.load_format == "auto") {
-    fs::path dir = resolve_model_dir(flags.model);
+    fs::path dir = model_dir_from_flags(flags.model, flags.hub);
     return has_tokenizer(dir) ? std::optional(dir) : std::nullopt;
   }
   std::vector<fs::path> roots = {fs::current_path()};
@@ -88,7 +91,7 @@ std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags
     ThreadPool pool(0);
     model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool));
   } else {
-    model = std::make_shared<LoadedModel>(load_model(resolve_model_dir(flags.model)));
+    model = std::make_shared<LoadedModel>(load_model(model_dir_from_flags(flags.model, flags.hub)));
   }
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const ModelConfig& c = model->config;

@@ -1,4 +1,4 @@
-#include "loadgen/curl_api.h"
+#include "util/curl_api.h"
 
 #include <dlfcn.h>
 
@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 
-namespace qinfer::loadgen {
+namespace qinfer {
 
 namespace {
 
@@ -20,11 +20,11 @@ void resolve(void* library, const char* name, Function& out) {
 
 }  // namespace
 
-CurlSession::CurlSession() {
+CurlSession::CurlSession(const char* purpose) {
   library_ = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL);
   if (!library_)
-    throw Error(ErrorKind::kUnavailable,
-                std::string("bench serve needs libcurl: ") + dlerror() + " (Debian/Ubuntu: apt-get install libcurl4)");
+    throw Error(ErrorKind::kUnavailable, std::string(purpose) + " needs libcurl: " + dlerror() +
+                                             " (Debian/Ubuntu: apt-get install libcurl4; Ubuntu 24.04: libcurl4t64)");
   try {
     resolve(library_, "curl_global_init", api_.global_init);
     resolve(library_, "curl_global_cleanup", api_.global_cleanup);
@@ -34,6 +34,8 @@ CurlSession::CurlSession() {
     resolve(library_, "curl_easy_getinfo", api_.easy_getinfo);
     resolve(library_, "curl_easy_perform", api_.easy_perform);
     resolve(library_, "curl_easy_strerror", api_.easy_strerror);
+    resolve(library_, "curl_easy_escape", api_.easy_escape);
+    resolve(library_, "curl_free", api_.free);
     resolve(library_, "curl_slist_append", api_.slist_append);
     resolve(library_, "curl_slist_free_all", api_.slist_free_all);
     resolve(library_, "curl_multi_init", api_.multi_init);
@@ -55,4 +57,4 @@ CurlSession::~CurlSession() {
   dlclose(library_);
 }
 
-}  // namespace qinfer::loadgen
+}  // namespace qinfer

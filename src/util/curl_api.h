@@ -1,13 +1,14 @@
-// libcurl, loaded at run time (dlopen of libcurl.so.4) instead of linked: `qinfer serve` and the other commands then
-// run on machines without libcurl (the GPU machine carries only the binary), and only `bench serve` needs it.
-// Compiled against Debian's libcurl4-openssl-dev headers; the ABI of libcurl.so.4 is stable across distributions.
+// libcurl, loaded at run time (dlopen of libcurl.so.4) instead of linked: `qinfer serve` of a local model then runs on
+// machines without libcurl (the release tarball carries only the binary), and only the commands that talk HTTP as a
+// client need it: `bench serve` (loadgen/) and model downloads (hub/). Compiled against Debian's libcurl4-openssl-dev
+// headers; the ABI of libcurl.so.4 is stable across distributions.
 #pragma once
 
 #include <curl/curl.h>
 
-namespace qinfer::loadgen {
+namespace qinfer {
 
-// The libcurl functions the load generator uses, by their C names without the `curl_` prefix.
+// The libcurl functions qinfer uses, by their C names without the `curl_` prefix.
 struct CurlApi {
   decltype(&curl_global_init) global_init = nullptr;
   decltype(&curl_global_cleanup) global_cleanup = nullptr;
@@ -17,6 +18,8 @@ struct CurlApi {
   decltype(&curl_easy_getinfo) easy_getinfo = nullptr;
   decltype(&curl_easy_perform) easy_perform = nullptr;
   decltype(&curl_easy_strerror) easy_strerror = nullptr;
+  decltype(&curl_easy_escape) easy_escape = nullptr;
+  decltype(&curl_free) free = nullptr;
   decltype(&curl_slist_append) slist_append = nullptr;
   decltype(&curl_slist_free_all) slist_free_all = nullptr;
   decltype(&curl_multi_init) multi_init = nullptr;
@@ -29,10 +32,11 @@ struct CurlApi {
 };
 
 // Loads libcurl and runs curl_global_init; create one before any other thread uses curl, keep it while curl is used.
-// Throws Error(kUnavailable) naming the library and the package to install when libcurl cannot be loaded.
+// Throws Error(kUnavailable) naming the library and the package to install when libcurl cannot be loaded; `purpose`
+// says which command needed it ("bench serve", "downloading a model").
 class CurlSession {
  public:
-  CurlSession();
+  explicit CurlSession(const char* purpose);
   ~CurlSession();
   CurlSession(const CurlSession&) = delete;
   CurlSession& operator=(const CurlSession&) = delete;
@@ -44,4 +48,4 @@ class CurlSession {
   CurlApi api_;
 };
 
-}  // namespace qinfer::loadgen
+}  // namespace qinfer

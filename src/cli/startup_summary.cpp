@@ -20,12 +20,17 @@ std::string seconds(double s) {
 
 std::string engine_summary(const Backend& backend, const BackendOptions& b, const EngineOptions& e) {
   const KvCacheShape kv = backend.kv_cache();
-  return "engine: " + backend.name() + ", context " + std::to_string(backend.max_model_len()) + ", max-num-seqs " +
-         std::to_string(e.max_num_seqs) + ", max-num-batched-tokens " + std::to_string(e.max_num_batched_tokens) +
-         ", prefix caching " + on_off(e.enable_prefix_caching) + ", chunked prefill " +
-         on_off(e.enable_chunked_prefill) + ", scheduling " + scheduling_policy_name(e.policy) + ", KV " +
-         kv_cache_dtype_name(kv.dtype) + " in blocks of " + std::to_string(kv.block_size) + ", CUDA graphs " +
-         on_off(b.cuda_graphs);
+  // The CPU reference keeps a bf16-requested cache in fp32 and has no CUDA graphs.
+  const bool cpu = backend.name() == "cpu";
+  std::string line = "engine: " + backend.name() + ", context " + std::to_string(backend.max_model_len()) +
+                     ", max-num-seqs " + std::to_string(e.max_num_seqs) + ", max-num-batched-tokens " +
+                     std::to_string(e.max_num_batched_tokens) + ", prefix caching " + on_off(e.enable_prefix_caching) +
+                     ", chunked prefill " + on_off(e.enable_chunked_prefill) + ", scheduling " +
+                     scheduling_policy_name(e.policy) + ", KV " +
+                     (cpu && kv.dtype == KvCacheDtype::kBf16 ? "fp32" : kv_cache_dtype_name(kv.dtype)) +
+                     " in blocks of " + std::to_string(kv.block_size);
+  if (!cpu) line += std::string(", CUDA graphs ") + on_off(b.cuda_graphs);
+  return line;
 }
 
 std::string memory_summary(const MemoryPlan& plan, int max_model_len) {

@@ -12,7 +12,7 @@
 namespace qinfer::cli {
 
 // "engine: cpu, context 1024, max-num-seqs 256, max-num-batched-tokens 8192, prefix caching on, chunked prefill on,
-// scheduling fcfs, KV bf16 in blocks of 16, CUDA graphs on"
+// scheduling fcfs, KV bf16 in blocks of 16, CUDA graphs on" (the CPU backend: KV fp32, no graphs)
 std::string engine_summary(const Backend& backend, const BackendOptions& backend_options, const EngineOptions& engine);
 
 // "memory plan: weights 1.19 GiB, activations 312 MiB, graphs n/a, KV cache 2.00 GiB = 1024 blocks x 16 = 16384

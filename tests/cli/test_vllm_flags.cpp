@@ -138,7 +138,7 @@ TEST(StartupSummary, EngineAndMemoryPlanOfTheCpuBackend) {
   engine.policy = SchedulingPolicy::kLpm;
   EXPECT_EQ(engine_summary(backend, options, engine),
             "engine: cpu, context 1024, max-num-seqs 4, max-num-batched-tokens 64, prefix caching on, chunked prefill "
-            "on, scheduling lpm, KV bf16 in blocks of 16, CUDA graphs on");
+            "on, scheduling lpm, KV fp32 in blocks of 16");
   EXPECT_EQ(startup_time_summary(2.314, {{"tokenizer", 0.05}, {"warm-up", 0.26}}),
             "ready in 2.31 s (tokenizer 0.05 s, warm-up 0.26 s)");
 }

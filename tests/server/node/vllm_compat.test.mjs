@@ -72,7 +72,7 @@ test('the other guides\' flags: positional model, vLLM spellings, TGI and SGLang
     const log = server.log();
     assert.equal(count(log, '--trust-remote-code: nothing remote ever runs'), 1, log);
     assert.equal(count(log, '--uvicorn-log-level info: not applied'), 1, log);
-    assert.match(log, /engine: cpu, context 1024, max-num-seqs 8, .*scheduling lpm, .*CUDA graphs off/);
+    assert.match(log, /engine: cpu, context 1024, max-num-seqs 8, .*scheduling lpm, KV fp32 in blocks of 16$/m);
     assert.match(log, /chat template from .*plain\.jinja/);
     assert.match(log, /KV cache 16\.0 MiB/);
     // The file template renders only the contents: "Hello" is one token, no chat markup around it.

@@ -4,9 +4,11 @@
 
 #include "model/model_path.h"
 #include "model/test_model.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/logging.h"
+#include "util/progress.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::cli {
@@ -35,7 +37,9 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
   cmd.add_option("--device", o.device, "auto | cpu | cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  cmd.add_option("--max-model-len", o.max_model_len, "Context length (0: the model's)")->capture_default_str();
+  cmd.add_option("--max-model-len,--max-total-tokens", o.max_model_len,
+                 "Context length (0: the model's); TGI: --max-total-tokens")
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization, "Fraction of GPU memory to use")
       ->check(CLI::Range(0.05, 0.99))
       ->capture_default_str();
@@ -50,6 +54,16 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
          "half the bytes, twice the blocks)")
       ->check(CLI::IsMember({"auto", "bf16", "fp8", "fp8_e4m3"}))
       ->default_str("auto");
+  cmd.add_option_function<std::string>(
+      "--kv-cache-memory-bytes",
+      [&o](const std::string& value) {
+        std::optional<int64_t> bytes = parse_byte_size(value);
+        if (!bytes || *bytes <= 0)
+          throw CLI::ValidationError("--kv-cache-memory-bytes",
+                                     "'" + value + "' is not a size in bytes (e.g. 8GiB, 4G, 4e9, 512MiB)");
+        o.kv_cache_bytes = *bytes;
+      },
+      "KV cache size, e.g. 8GiB or 4e9 (CPU default: 2GiB; CUDA default: what --gpu-memory-utilization leaves)");
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
   cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
 }
@@ -89,7 +103,9 @@ std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags
                          : flags.preset.empty() ? parse_model_config(read_json_file(flags.config), flags.config)
                                                 : test_model_preset(flags.preset);
     ThreadPool pool(0);
-    model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool));
+    ProgressReporter progress("generating dummy weights", config.num_parameters() * 2);  // bf16
+    model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool, &progress));
+    progress.finish();
   } else {
     model = std::make_shared<LoadedModel>(load_model(model_dir_from_flags(flags.model, flags.hub)));
   }

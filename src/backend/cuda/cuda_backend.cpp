@@ -69,6 +69,7 @@ class CudaBackend final : public Backend {
   const ModelConfig& config() const override { return model_->config; }
   KvCacheShape kv_cache() const override { return kv_->shape(); }
   int max_model_len() const override { return max_model_len_; }
+  MemoryPlan memory_plan() const override { return memory_plan_; }
   std::vector<SampleResult> step(const Batch& batch) override;
   std::vector<float> forward_logits(const Batch& batch) override;
 
@@ -96,6 +97,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::Qwen3Forward> forward_;
   cuda::DecodeGraphCache graphs_;
   uint64_t graphs_upload_generation_ = 0;  // upload generation the cached graphs were captured against
+  MemoryPlan memory_plan_;                 // graphs: not tracked (their pools are the driver's)
 };
 
 CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
@@ -130,6 +132,11 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
       cuda::StepLimits{options.max_num_seqs, options.max_num_batched_tokens, max_model_len_});
   forward_ = std::make_unique<cuda::Qwen3Forward>(c, weights_, *workspace_, linears_, *attention_, *kv_);
   const KvCacheShape kv = kv_->shape();
+  memory_plan_.device_total = kv_->device_total_bytes();
+  memory_plan_.budget = kv_->budget_bytes();
+  memory_plan_.weights = static_cast<int64_t>(weights_.bytes);
+  memory_plan_.activations = static_cast<int64_t>(workspace_->bytes + attention_->scratch_bytes());
+  memory_plan_.kv = kv;
   std::string parts;
   for (const cuda::MemoryPart& part : allocated)
     parts += part.name + " " + cuda::format_gib(static_cast<double>(part.bytes)) + ", ";

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "util/half.h"
 #include "util/logging.h"
+#include "util/progress.h"
 
 namespace qinfer::cuda {
 
@@ -142,16 +143,13 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   }
 
   StagedUploader uploader(base, stream);
-  size_t uploaded = 0, next_report = total / 4;
+  ProgressReporter progress("uploading weights", static_cast<int64_t>(total));
   for (const UploadItem& item : items) {
     uploader.upload(*item.source, item.device_offset);
-    uploaded += static_cast<size_t>(item.source->num_elements()) * 2;
-    if (uploaded >= next_report && next_report < total) {
-      spdlog::info("uploading weights: {}%", uploaded * 100 / total);
-      next_report += total / 4;
-    }
+    progress.advance(item.source->num_elements() * 2);
   }
   uploader.finish();
+  progress.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("weights on the GPU: {:.2f} GiB in {:.2f} s ({} layers, {})", static_cast<double>(total) / (1u << 30),
                seconds, c.num_layers, tied ? "tied embeddings" : "separate lm_head");

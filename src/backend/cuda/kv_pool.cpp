@@ -61,9 +61,13 @@ KvPool::KvPool(const ModelConfig& c, const KvPoolOptions& options, const std::ve
                     std::to_string(options.gpu_memory_utilization) + " of " +
                     format_gib(static_cast<double>(total_bytes)) + ", in use " + format_gib(used) + ": " + parts +
                     "; free " + format_gib(static_cast<double>(free_bytes)) +
-                    "). Lower --max-model-len or raise --gpu-memory-utilization" +
+                    "). Lower --max-model-len, raise --gpu-memory-utilization or set --kv-cache-memory-bytes (which "
+                    "replaces the utilisation budget)" +
                     (fp8_cache ? "." : ", or use --kv-cache-dtype fp8 (half the bytes per token)."));
   }
+  device_total_bytes_ = static_cast<int64_t>(total_bytes);
+  budget_bytes_ =
+      static_cast<int64_t>(options.kv_cache_bytes > 0 ? used + budget : options.gpu_memory_utilization * total_bytes);
   layer_vectors_ = static_cast<size_t>(num_blocks + 1) * c.num_kv_heads * options.block_size;
   layer_elements_ = layer_vectors_ * c.head_dim;
   pool_ = DeviceBuffer(layer_elements_ * 2 * c.num_layers * (fp8_cache ? 1 : sizeof(__nv_bfloat16)), "KV cache");

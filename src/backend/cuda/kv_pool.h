@@ -71,6 +71,9 @@ class KvPool {
   int64_t pool_blocks() const { return shape_.num_blocks + 1; }
   // The block past the visible pool, written by padding rows of decode graphs.
   int32_t scratch_block() const { return static_cast<int32_t>(shape_.num_blocks); }
+  int64_t device_total_bytes() const { return device_total_bytes_; }
+  // What the backend may use of the device: gpu_memory_utilization of it, or what was used plus kv_cache_bytes.
+  int64_t budget_bytes() const { return budget_bytes_; }
 
  private:
   DeviceBuffer pool_;          // [num_layers][K|V][pool_blocks, num_kv_heads, block_size, head_dim] bf16 or E4M3
@@ -78,6 +81,8 @@ class KvPool {
   size_t layer_elements_ = 0;  // elements of one layer's K (or V) pool
   size_t layer_vectors_ = 0;   // (token, KV head) vectors of one layer's K (or V) pool
   KvCacheShape shape_;
+  int64_t device_total_bytes_ = 0;
+  int64_t budget_bytes_ = 0;
 };
 
 // "1.25 GiB"

@@ -33,7 +33,6 @@ class SchemaConverter {
   int32_t number(const Json& schema, const std::string& path);
   int32_t string_rule();  // rule: any JSON string
   int32_t chars_rule();   // rule: any run of string characters
-  int32_t char_rule();    // rule: one string character
   int32_t number_rule();
   int32_t integer_rule();
   int32_t rule(const std::string& name, int32_t expr) { return g_.add_rule(g_.unique_name(prefix_ + name), expr); }
@@ -42,7 +41,7 @@ class SchemaConverter {
   const Json& root_;
   std::string prefix_;
   std::map<std::string, int32_t> ref_rules_;  // JSON pointer -> rule
-  int32_t any_value_ = -1, any_object_ = -1, string_ = -1, chars_ = -1, char_ = -1, number_ = -1, integer_ = -1;
+  int32_t any_value_ = -1, any_object_ = -1, string_ = -1, chars_ = -1, number_ = -1, integer_ = -1;
 };
 
 // The decimal integers in [lo, hi] (either bound may be absent) as an expression, no leading zeros.

@@ -47,10 +47,15 @@ void Parser::closure(StackSet& out) {
     out.complete = true;
     return;
   }
+  const size_t t = static_cast<size_t>(top);
+  const bool expands = a_.accepting[t] || a_.call_begin[t] != a_.call_begin[t + 1];
+  if (!expands) {  // the common case: a state that only consumes, nothing to expand or loop on
+    out.add(scratch_);
+    return;
+  }
   const uint64_t h = hash_stack(scratch_);
   if (std::find(visited_.begin(), visited_.end(), h) != visited_.end()) return;
   visited_.push_back(h);
-  const size_t t = static_cast<size_t>(top);
   if (a_.consumes[t]) out.add(scratch_);
   for (uint32_t i = a_.call_begin[t]; i < a_.call_begin[t + 1]; ++i) {
     const RuleCall call = a_.calls[i];

@@ -88,6 +88,12 @@ struct DeviceBatch {
   const cuda::PenaltyEntry* penalties;
 };
 
+// Device addresses of one step's sampling constraints.
+struct SamplingConstraints {
+  const uint32_t* masks;
+  const cuda::DeviceLogitBias* biases;
+};
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options);
@@ -117,7 +123,10 @@ class CudaBackend final : public Backend {
   void enqueue_fp8_prefill_attention(int layer, const cuda::PrefillAttentionParams& prefill,
                                      const cuda::KvGatherPlan& gather, const DeviceBatch& d);
   // Enqueues sampling of `rows` logits rows and the copy of their results to workspace_->host_results.
-  void enqueue_sampling(int rows, const DeviceBatch& d);
+  // With `constraints` (upload_constraints()), the constrained rows' masks and biases are applied first.
+  void enqueue_sampling(int rows, const DeviceBatch& d, const SamplingConstraints* constraints = nullptr);
+  // Copies the plan's constraint masks and biases to the device (after the batch's prepare_constraints()).
+  SamplingConstraints upload_constraints(const cuda::BatchPlan& plan);
   // y = x W^T on the GEMVs for up to gemv_rows rows (at most kGemvRowLimit), else on cuBLASLt.
   void linear(const bf16* x, int rows, const bf16* weight, int n, int k, void* y, int gemv_rows, bool y_fp32 = false);
   void warm_up_gemms();
@@ -148,6 +157,7 @@ class CudaBackend final : public Backend {
   KvCacheShape kv_shape_;
   int max_model_len_ = 0;
   cuda::UploadArena arena_;
+  cuda::UploadArena constraint_arena_;  // per step: allowed-token masks and logit_bias entries of constrained rows
   cuda::DecodeGraphCache graphs_;
   uint64_t graphs_arena_generation_ = 0;  // arena generation the cached graphs were captured against
   int32_t scratch_block_ = 0;             // KV block past the visible pool, written by padding rows of graphs
@@ -543,7 +553,17 @@ void CudaBackend::enqueue_fp8_prefill_attention(int layer, const cuda::PrefillAt
   }
 }
 
-void CudaBackend::enqueue_sampling(int rows, const DeviceBatch& d) {
+SamplingConstraints CudaBackend::upload_constraints(const cuda::BatchPlan& plan) {
+  std::vector<std::span<const std::byte>> masks, biases;
+  for (std::span<const uint32_t> mask : plan.masks) masks.push_back(std::as_bytes(mask));
+  for (std::span<const LogitBias> bias : plan.biases) biases.push_back(std::as_bytes(bias));
+  constraint_arena_.begin();
+  const size_t h_masks = constraint_arena_.add_parts(masks), h_biases = constraint_arena_.add_parts(biases);
+  constraint_arena_.upload(stream_);
+  return {constraint_arena_.device<uint32_t>(h_masks), constraint_arena_.device<cuda::DeviceLogitBias>(h_biases)};
+}
+
+void CudaBackend::enqueue_sampling(int rows, const DeviceBatch& d, const SamplingConstraints* constraints) {
   cuda::Workspace& w = *workspace_;
   cuda::SamplingKernelParams sampling;
   sampling.logits = w.logits.as<float>();
@@ -555,6 +575,11 @@ void CudaBackend::enqueue_sampling(int rows, const DeviceBatch& d) {
   sampling.results = w.results.as<cuda::SampledToken>();
   sampling.num_rows = rows;
   sampling.vocab = model_->config.vocab_size;
+  if (constraints != nullptr) {
+    sampling.constrained = true;
+    sampling.masks = constraints->masks;
+    sampling.biases = constraints->biases;
+  }
   cuda::launch_sampling(sampling, stream_);
   if (rows > 0)
     CUDA_CHECK(cudaMemcpyAsync(w.host_results.data(), w.results.data(), rows * sizeof(cuda::SampledToken),
@@ -589,9 +614,13 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
   const cuda::KvGatherPlan* gather = plan_gather(plan);
   const DeviceBatch d = upload(plan, gather);
   const int rows = static_cast<int>(plan.sample_rows.size());
+  // Constrained steps sample after the forward (graph) is enqueued and the caller's masks are ready, so that the
+  // masks are computed while the GPU runs the forward.
+  const bool constrained = plan.constrained();
+  key.samples = !constrained;
   auto enqueue = [&] {
     enqueue_forward(plan, d, use_graph ? key.context_bucket : plan.max_decode_context, gather);
-    enqueue_sampling(rows, d);
+    if (!constrained) enqueue_sampling(rows, d);
   };
   if (use_graph) {
     if (arena_.generation() != graphs_arena_generation_) {
@@ -601,6 +630,13 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
     graphs_.launch(key, enqueue, stream_);
   } else {
     enqueue();
+  }
+  if (constrained) {
+    if (batch.prepare_constraints) batch.prepare_constraints();
+    const SamplingConstraints constraints = upload_constraints(plan);
+    enqueue_sampling(rows, d, &constraints);
+  } else if (batch.prepare_constraints) {
+    batch.prepare_constraints();
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 

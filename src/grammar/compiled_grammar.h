@@ -6,6 +6,8 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/rule_automaton.h"
@@ -14,9 +16,23 @@
 
 namespace qinfer::grammar {
 
+// Token splits shared between grammars: a state whose rule calls nothing has a split that depends only on the
+// automaton reachable from it, so grammars that contain the same leaf rule (every JSON string's characters, numbers)
+// compute its split once. Keyed by a canonical description of that reachable automaton. Thread-safe.
+class SharedStateTokens {
+ public:
+  std::shared_ptr<const StateTokens> find(const std::string& key) const;
+  std::shared_ptr<const StateTokens> insert(const std::string& key, std::shared_ptr<const StateTokens> tokens);
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const StateTokens>> tokens_;
+};
+
 class CompiledGrammar {
  public:
-  CompiledGrammar(Automaton automaton, std::shared_ptr<const TokenVocabulary> vocab);
+  CompiledGrammar(Automaton automaton, std::shared_ptr<const TokenVocabulary> vocab,
+                  std::shared_ptr<SharedStateTokens> shared = nullptr);
   const Automaton& automaton() const { return automaton_; }
   const TokenVocabulary& vocab() const { return *vocab_; }
   // Thread-safe; computes the state's split the first time.
@@ -27,8 +43,9 @@ class CompiledGrammar {
  private:
   Automaton automaton_;
   std::shared_ptr<const TokenVocabulary> vocab_;
+  std::shared_ptr<SharedStateTokens> shared_;
   mutable std::mutex mutex_;  // guards owned_
-  mutable std::vector<std::unique_ptr<const StateTokens>> owned_;
+  mutable std::vector<std::shared_ptr<const StateTokens>> owned_;
   std::unique_ptr<std::atomic<const StateTokens*>[]> tokens_;  // [num_states], null until computed
 };
 

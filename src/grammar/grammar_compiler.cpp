@@ -61,17 +61,19 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenVocabulary> vocab, s
 std::shared_ptr<const CompiledGrammar> GrammarCompiler::compile(const Constraint& constraint) {
   const std::string key = constraint.canonical_key();
   if (auto hit = lookup(key)) return hit;
-  auto compiled = std::make_shared<const CompiledGrammar>(build_automaton(build_grammar(constraint)), vocab_);
+  auto compiled = std::make_shared<const CompiledGrammar>(build_automaton(build_grammar(constraint)), vocab_, shared_);
   insert(key, compiled);
   return compiled;
 }
 
 std::shared_ptr<const CompiledGrammar> GrammarCompiler::compile(const std::string& key, const Grammar& grammar) {
   if (auto hit = lookup(key)) return hit;
-  auto compiled = std::make_shared<const CompiledGrammar>(build_automaton(grammar), vocab_);
+  auto compiled = std::make_shared<const CompiledGrammar>(build_automaton(grammar), vocab_, shared_);
   insert(key, compiled);
   return compiled;
 }
+
+void GrammarCompiler::warm_up() { compile(Constraint{Constraint::Kind::kJsonObject, {}, {}})->precompute(); }
 
 std::shared_ptr<const CompiledGrammar> GrammarCompiler::lookup(const std::string& key) {
   std::lock_guard lock(mutex_);

@@ -35,12 +35,16 @@ class GrammarCompiler {
   // Compiles a grammar built by the caller (tool calls), cached under `key`.
   std::shared_ptr<const CompiledGrammar> compile(const std::string& key, const Grammar& grammar);
   const TokenVocabulary& vocab() const { return *vocab_; }
+  // Computes the token splits of what every JSON constraint contains (strings, numbers, any value) now, so that the
+  // first requests do not (server start-up).
+  void warm_up();
 
  private:
   std::shared_ptr<const CompiledGrammar> lookup(const std::string& key);
   void insert(const std::string& key, std::shared_ptr<const CompiledGrammar> grammar);
 
   std::shared_ptr<const TokenVocabulary> vocab_;
+  std::shared_ptr<SharedStateTokens> shared_ = std::make_shared<SharedStateTokens>();
   size_t capacity_;
   std::mutex mutex_;
   std::list<std::pair<std::string, std::shared_ptr<const CompiledGrammar>>> lru_;  // most recent first

@@ -25,6 +25,7 @@ struct ServerOptions {
   double health_stall_seconds = 60;       // /health fails when the engine has work but no step ran for this long
   int retry_after_seconds = 1;            // Retry-After sent with 429
   int http_threads = 0;                   // 0: max_concurrent_requests + max_queue_len + 16
+  std::string reasoning_parser;           // --reasoning-parser: "" (off) or "qwen3"
 };
 
 }  // namespace qinfer::server

@@ -89,7 +89,7 @@ TEST(GpuConstrainedSampling, MatchesHostReference) {
     p.constrained = true;
     p.masks = dmasks.get();
     p.biases = dbiases.get();
-    launch_sampling(p, nullptr);
+    launch_sampling(p, test_stream());
     const auto got = results.download();
     for (int r = 0; r < rows; ++r) {
       std::vector<float> row(logits.begin() + static_cast<ptrdiff_t>(r) * vocab,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -51,11 +52,19 @@ struct BatchSequence {
   const PenaltyTokens* penalty_tokens = nullptr;  // the same history as a penalty list kept by the caller, if it
                                                   // keeps one: read in O(distinct tokens) instead of walking history
   uint64_t sample_step = 0;  // index of the token being generated, selects the seeded random number
+  // Constrained decoding (apply_logit_constraints): the allowed tokens, (vocab + 31) / 32 words, empty for all; its
+  // contents are final once the batch's prepare_constraints() has returned. And OpenAI logit_bias entries.
+  std::span<const uint32_t> allowed_tokens;
+  std::span<const LogitBias> logit_bias;
+  bool constrained() const { return !allowed_tokens.empty() || !logit_bias.empty(); }
 };
 
 struct Batch {
   std::vector<int32_t> token_ids;        // [sum of num_tokens], sequences concatenated in order
   std::vector<BatchSequence> sequences;  // spans inside must stay valid for the call
+  // When set, fills the sequences' allowed_tokens. step() calls it once, after the forward has started and before
+  // sampling, so that the caller computes the masks while the device runs the step.
+  std::function<void()> prepare_constraints;
   int32_t num_sampled() const;
 };
 

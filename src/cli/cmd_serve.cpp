@@ -58,6 +58,7 @@ std::filesystem::path tokenizer_dir(const ModelFlags& flags) {
 struct LoadedRuntime {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<server::PromptBuilder> prompts;
+  std::unique_ptr<grammar::GrammarCompiler> grammars;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<server::EngineWatchdog> watchdog;
   server::ModelRuntime runtime;
@@ -105,10 +106,15 @@ std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f, std::chrono::st
 
   loaded->prompts =
       std::make_unique<server::PromptBuilder>(tokenizer, std::move(chat_template), f.allow_special_tokens_in_content);
+  // Constraints allow the engine's stop ids where they are complete.
+  loaded->grammars = std::make_unique<grammar::GrammarCompiler>(grammar::TokenVocabulary::from_tokenizer(
+      tokenizer, model->config.vocab_size, engine_options.eos_token_ids.value_or(model->config.eos_token_ids)));
+  loaded->grammars->warm_up();
   loaded->watchdog = std::make_unique<server::EngineWatchdog>(*loaded->engine, f.server.health_stall_seconds);
   server::ModelRuntime& runtime = loaded->runtime;
   runtime.engine = loaded->engine.get();
   runtime.prompts = loaded->prompts.get();
+  runtime.grammars = loaded->grammars.get();
   runtime.watchdog = loaded->watchdog.get();
   runtime.served_model_name = served_model_name(f);
   runtime.max_model_len = loaded->engine->max_model_len();
@@ -222,6 +228,10 @@ void register_serve(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--allowed-origins", s.cors_origins, "CORS: origins allowed to call the API ('*' for any)");
+  cmd->add_option("--reasoning-parser", s.reasoning_parser,
+                  "qwen3: <think>...</think> in chat output goes to message.reasoning_content / "
+                  "delta.reasoning_content (vLLM's name)")
+      ->check(CLI::IsMember({"qwen3"}));
   cmd->add_option("--http-threads", s.http_threads,
                   "HTTP connection threads (0: max-concurrent-requests + max-queue-len + 16)")
       ->capture_default_str();

@@ -120,6 +120,11 @@ RequestHandle Engine::submit(GenerationRequest request) {
     seq->ignore_eos = request.ignore_eos;
     seq->stop_token_ids = request.stop_token_ids;
     seq->deadline = request.deadline;
+    if (request.constraint) {
+      seq->matcher = std::make_unique<grammar::GrammarMatcher>(request.constraint);
+      seq->allowed_tokens.assign(static_cast<size_t>(request.constraint->vocab().mask_words()), 0u);
+    }
+    seq->logit_bias = request.logit_bias;
     if (i > 0) seq->fork_parent = state->samples[0].seq.get();
     SampleState sample;
     sample.seq = std::move(seq);
@@ -180,7 +185,8 @@ bool Engine::step() {
   bool ran = false;
   batch_sequences_ = 0;
   if (scheduler_.has_work()) {
-    const Batch& batch = scheduler_.schedule();
+    Batch& batch = scheduler_.schedule();
+    batch.prepare_constraints = constraint_preparer(batch);
     if (!batch.sequences.empty()) {
       ran = true;
       batch_sequences_ = static_cast<int32_t>(batch.sequences.size());
@@ -203,6 +209,18 @@ bool Engine::step() {
   if (ran) step_seconds_ += std::chrono::duration<double>(Clock::now() - step_start).count();
   publish_stats();
   return ran;
+}
+
+std::function<void()> Engine::constraint_preparer(const Batch& batch) {
+  std::vector<Sequence*> constrained;
+  const std::vector<Sequence*> sequences = scheduler_.last_batch_sequences();
+  for (size_t i = 0; i < sequences.size(); ++i)
+    if (batch.sequences[i].sample && sequences[i]->matcher) constrained.push_back(sequences[i]);
+  if (constrained.empty()) return {};
+  // Runs inside Backend::step() while the device computes the forward.
+  return [constrained = std::move(constrained)] {
+    for (Sequence* seq : constrained) seq->matcher->fill_mask(seq->allowed_tokens);
+  };
 }
 
 void Engine::take_intake() {
@@ -240,6 +258,12 @@ void Engine::emit(const SequenceUpdate& update) {
   delta.token_ids.push_back(update.token);
   if (request.logprobs) delta.logprobs.push_back({update.token, update.logprob, update.top});
   FinishReason finish = update.finish_reason;
+  if (update.seq->matcher && !update.seq->matcher->accept_token(update.token) && finish == FinishReason::kNone) {
+    // Cannot happen while the backend honours the mask; never let such output pass as complete.
+    scheduler_.finish(update.seq, FinishReason::kError);
+    finish = FinishReason::kError;
+    delta.error = "the sampled token " + std::to_string(update.token) + " breaks the request's constraint";
+  }
   if (sample.decoder) {
     try {
       std::string text = sample.decoder->push(update.token);

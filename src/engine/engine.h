@@ -108,6 +108,8 @@ class Engine {
   void take_intake();
   void expire_deadlines();
   void emit(const SequenceUpdate& update);
+  // The batch's prepare_constraints: the masks of its constrained sampling sequences (empty when there are none).
+  std::function<void()> constraint_preparer(const Batch& batch);
   void end_request(RequestState& request, FinishReason reason, const std::string& error);
   void send(RequestState& request, StreamDelta delta);
   void fail_batch(const std::string& error);

@@ -57,6 +57,21 @@ int32_t validate_request(const GenerationRequest& request, const RequestLimits& 
     if (stop.empty() || stop.size() > kMaxStopStringBytes)
       refuse("each stop string must have 1 to " + std::to_string(kMaxStopStringBytes) + " bytes, got " +
              std::to_string(stop.size()));
+  if (request.constraint && request.constraint->vocab().size() != limits.vocab_size)
+    refuse("the constraint was compiled for a vocabulary of " + std::to_string(request.constraint->vocab().size()) +
+           " ids, the model has " + std::to_string(limits.vocab_size));
+  for (size_t i = 0; i < request.logit_bias.size(); ++i) {
+    const LogitBias& b = request.logit_bias[i];
+    if (b.token < 0 || b.token >= limits.vocab_size)
+      refuse("logit_bias has token id " + std::to_string(b.token) + ", outside the vocabulary [0, " +
+             std::to_string(limits.vocab_size) + ")");
+    if (!(b.bias >= -100.0f && b.bias <= 100.0f))
+      refuse("logit_bias of token " + std::to_string(b.token) + " must be in [-100, 100], got " +
+             std::to_string(b.bias));
+    for (size_t j = 0; j < i; ++j)
+      if (request.logit_bias[j].token == b.token)
+        refuse("logit_bias lists token " + std::to_string(b.token) + " twice");
+  }
   int64_t needed = blocks_for_samples(prompt_len, prompt_len + max_tokens, request.n, limits.block_size);
   if (needed > limits.num_blocks)
     refuse("n = " + std::to_string(request.n) + " samples of up to " + std::to_string(prompt_len + max_tokens) +

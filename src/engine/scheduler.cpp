@@ -40,7 +40,7 @@ void Scheduler::add(Sequence* seq) {
   insert_waiting(seq);
 }
 
-const Batch& Scheduler::schedule() {
+Batch& Scheduler::schedule() {
   ++step_counter_;
   scheduled_.clear();
   preempt_for_priority();
@@ -196,6 +196,10 @@ void Scheduler::build_batch() {
     entry.history = TokenHistory{seq.prompt(), seq.output()};
     entry.penalty_tokens = &seq.penalty_tokens;
     entry.sample_step = static_cast<uint64_t>(seq.num_output_tokens());
+    if (entry.sample) {
+      if (seq.matcher) entry.allowed_tokens = seq.allowed_tokens;
+      entry.logit_bias = seq.logit_bias;
+    }
     batch_.sequences.push_back(entry);
     auto first = seq.tokens.begin() + seq.num_computed;
     batch_.token_ids.insert(batch_.token_ids.end(), first, first + item.num_new_tokens);

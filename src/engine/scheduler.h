@@ -73,7 +73,7 @@ class Scheduler {
   void add(Sequence* seq);
 
   // Picks the next batch. Empty (no sequences) when nothing can run.
-  const Batch& schedule();
+  Batch& schedule();
 
   // Applies the backend's results (one per sampling sequence, in batch order) to the sequences of the last batch:
   // advances num_computed, appends sampled tokens, applies stop conditions. Finished sequences release their blocks

@@ -26,9 +26,11 @@ CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model
   // The prefilled start of a forced call is part of the prompt; the parser sees it as text the model already wrote.
   if (work_.parse_tool_calls && !work_.assistant_prefill.empty())
     for (Choice& choice : choices_) choice.parser.push_prefill(work_.assistant_prefill);
+  if (work_.parse_reasoning)
+    for (Choice& choice : choices_) choice.reasoning.emplace(work_.prompt_opens_reasoning);
 }
 
-ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice) {
+ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice, std::string& reasoning) {
   const TimePoint now = std::chrono::steady_clock::now();
   if (!first_delta_seen_) {
     // Queue time = the wait for a server slot + the engine's queue, which ends when the engine first schedules the
@@ -54,16 +56,29 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
   if (delta.finish_reason == FinishReason::kDeadline && !failure_)
     failure_ = ApiError(504, "timeout_error", "the request ran past its deadline (--request-timeout)");
 
+  // Reasoning first: tool calls and content are what follows it.
+  std::string text = delta.text;
+  reasoning.clear();
+  if (choice.reasoning) {
+    ReasoningParser::Output split = choice.reasoning->push(text);
+    if (delta.finish_reason != FinishReason::kNone) {
+      ReasoningParser::Output rest = choice.reasoning->flush();
+      split.reasoning += rest.reasoning;
+      split.content += rest.content;
+    }
+    reasoning = std::move(split.reasoning);
+    text = std::move(split.content);
+  }
   ToolCallParser::Output out;
   if (work_.parse_tool_calls) {
-    out = choice.parser.push(delta.text);
+    out = choice.parser.push(text);
     if (delta.finish_reason != FinishReason::kNone) {
       ToolCallParser::Output rest = choice.parser.finish();
       out.content += rest.content;
       out.calls.insert(out.calls.end(), rest.calls.begin(), rest.calls.end());
     }
   } else {
-    out.content = delta.text;
+    out.content = std::move(text);
   }
   choice.calls.insert(choice.calls.end(), out.calls.begin(), out.calls.end());
   if (delta.finish_reason != FinishReason::kNone)
@@ -119,11 +134,12 @@ std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
   for (const StreamDelta& delta : deltas) {
     Choice& choice = choices_.at(static_cast<size_t>(delta.index));
     const size_t calls_before = choice.calls.size();
-    ToolCallParser::Output out = apply(delta, choice);
+    std::string reasoning;
+    ToolCallParser::Output out = apply(delta, choice, reasoning);
     const bool finished = delta.finish_reason != FinishReason::kNone;
     const bool with_logprobs = work_.generation.logprobs && !delta.logprobs.empty();
-    if (out.content.empty() && out.calls.empty() && !finished && !with_logprobs) continue;
-    if (out.calls.empty() && !finished && !with_logprobs) {
+    if (out.content.empty() && out.calls.empty() && reasoning.empty() && !finished && !with_logprobs) continue;
+    if (out.calls.empty() && reasoning.empty() && !finished && !with_logprobs) {
       events += content_event(choice, delta.index, out.content);  // most tokens: no JSON DOM
       choice.text_bytes += out.content.size();
       continue;
@@ -134,6 +150,10 @@ std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
       if (out.content.empty() && !out.calls.empty()) message.erase("content");
       if (!out.calls.empty()) message["tool_calls"] = tool_calls_json(out.calls, true, calls_before);
       if (finished && out.content.empty() && out.calls.empty()) message = nlohmann::json::object();
+      if (!reasoning.empty()) {
+        if (out.content.empty()) message.erase("content");
+        message["reasoning_content"] = reasoning;
+      }
       if (with_logprobs) item["logprobs"] = chat_logprobs_json(delta.logprobs, tokenizer_);
     } else if (with_logprobs) {
       item["logprobs"] = completion_logprobs_json(delta.logprobs, tokenizer_, choice.text_bytes);
@@ -159,8 +179,10 @@ std::string CompletionOutput::stream_end(const Usage& usage) {
 void CompletionOutput::absorb(std::vector<StreamDelta>& deltas) {
   for (StreamDelta& delta : deltas) {
     Choice& choice = choices_.at(static_cast<size_t>(delta.index));
-    ToolCallParser::Output out = apply(delta, choice);
+    std::string reasoning;
+    ToolCallParser::Output out = apply(delta, choice, reasoning);
     choice.text += out.content;
+    choice.reasoning_text += reasoning;
     for (TokenLogprobs& entry : delta.logprobs) choice.logprobs.push_back(std::move(entry));
   }
 }
@@ -181,6 +203,9 @@ nlohmann::json CompletionOutput::final_response(const Usage& usage) {
         if (is_blank(choice.text)) message["content"] = nullptr;
         message["tool_calls"] = tool_calls_json(choice.calls, false, 0);
       }
+      if (choice.reasoning)
+        message["reasoning_content"] =
+            choice.reasoning_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(choice.reasoning_text);
       item["message"] = std::move(message);
     } else {
       item["text"] = choice.text;

@@ -28,6 +28,7 @@ struct ServerOptions {
   bool log_requests = true;               // one info line per finished request (--disable-log-requests: off)
   bool vllm_metrics = false;              // --metrics-compat vllm: also export vLLM's metric names
   std::string metrics_model_name;         // the model_name label of vLLM's metrics (the served model name)
+  std::string reasoning_parser;           // --reasoning-parser: "" (off) or "qwen3"
 };
 
 }  // namespace qinfer::server

@@ -184,12 +184,14 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
 
 std::vector<SampleResult> CpuBackend::step(const Batch& batch) {
   std::vector<float> logits = forward_logits(batch);
+  if (batch.prepare_constraints) batch.prepare_constraints();
   std::vector<SampleResult> results;
   const size_t vocab = static_cast<size_t>(model_->config.vocab_size);
   size_t row = 0;
   for (const BatchSequence& s : batch.sequences) {
     if (!s.sample) continue;
-    std::span<const float> row_logits(logits.data() + row * vocab, vocab);
+    std::span<float> row_logits(logits.data() + row * vocab, vocab);
+    if (s.constrained()) apply_logit_constraints(row_logits, s.allowed_tokens, s.logit_bias);
     results.push_back(sample_token(row_logits, *s.sampling, s.history, s.sample_step));
     ++row;
   }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Device addresses of one step's sampling constraints.
+struct SamplingConstraints {
+  const uint32_t* masks;
+  const cuda::DeviceLogitBias* biases;
+};
+
 // The backend owns every device resource and runs steps on one stream: plan (host) -> upload -> forward (or a
 // captured graph of it) -> sampling -> results back.
 class CudaBackend final : public Backend {
@@ -79,8 +86,12 @@ class CudaBackend final : public Backend {
   // with embedding rows (model-like bf16 values: on the zeros of fresh allocations GEMMs draw less power and run
   // faster than on real activations, docs/CUDA_DESIGN.md "cuBLASLt").
   void warm_up_gemms();
-  // Enqueues sampling of the step's sampled rows and the copy of their results to workspace_->host_results.
-  void enqueue_sampling(const cuda::StepPlan& step, const cuda::KernelStream& stream);
+  // Enqueues sampling of the step's sampled rows and the copy of their results to workspace_->host_results. With
+  // `constraints` (upload_constraints()), the constrained rows' masks and biases are applied first.
+  void enqueue_sampling(const cuda::StepPlan& step, const cuda::KernelStream& stream,
+                        const SamplingConstraints* constraints = nullptr);
+  // Copies the step's constraint masks and biases to the device (after the batch's prepare_constraints()).
+  SamplingConstraints upload_constraints(const cuda::BatchPlan& plan);
 
   std::shared_ptr<const LoadedModel> model_;
   BackendOptions options_;
@@ -98,6 +109,7 @@ class CudaBackend final : public Backend {
   cuda::DecodeGraphCache graphs_;
   uint64_t graphs_upload_generation_ = 0;  // upload generation the cached graphs were captured against
   MemoryPlan memory_plan_;                 // graphs: not tracked (their pools are the driver's)
+  cuda::UploadArena constraint_arena_;     // per step: allowed-token masks and logit_bias entries of constrained rows
 };
 
 CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
@@ -167,7 +179,18 @@ void CudaBackend::warm_up_gemms() {
                    options_.max_num_batched_tokens, options_.max_num_seqs, kernel_stream());
 }
 
-void CudaBackend::enqueue_sampling(const cuda::StepPlan& step, const cuda::KernelStream& stream) {
+SamplingConstraints CudaBackend::upload_constraints(const cuda::BatchPlan& plan) {
+  std::vector<std::span<const std::byte>> masks, biases;
+  for (std::span<const uint32_t> mask : plan.masks) masks.push_back(std::as_bytes(mask));
+  for (std::span<const LogitBias> bias : plan.biases) biases.push_back(std::as_bytes(bias));
+  constraint_arena_.begin();
+  const size_t h_masks = constraint_arena_.add_parts(masks), h_biases = constraint_arena_.add_parts(biases);
+  constraint_arena_.upload(stream_);
+  return {constraint_arena_.device<uint32_t>(h_masks), constraint_arena_.device<cuda::DeviceLogitBias>(h_biases)};
+}
+
+void CudaBackend::enqueue_sampling(const cuda::StepPlan& step, const cuda::KernelStream& stream,
+                                   const SamplingConstraints* constraints) {
   cuda::Workspace& w = *workspace_;
   const int rows = static_cast<int>(step.host.sample_rows.size());
   cuda::SamplingKernelParams sampling;
@@ -180,6 +203,11 @@ void CudaBackend::enqueue_sampling(const cuda::StepPlan& step, const cuda::Kerne
   sampling.results = w.results.as<cuda::SampledToken>();
   sampling.num_rows = rows;
   sampling.vocab = model_->config.vocab_size;
+  if (constraints != nullptr) {
+    sampling.constrained = true;
+    sampling.masks = constraints->masks;
+    sampling.biases = constraints->biases;
+  }
   cuda::launch_sampling(sampling, stream);
   if (rows > 0)
     CUDA_CHECK(cudaMemcpyAsync(w.host_results.data(), w.results.data(), rows * sizeof(cuda::SampledToken),
@@ -188,10 +216,13 @@ void CudaBackend::enqueue_sampling(const cuda::StepPlan& step, const cuda::Kerne
 
 std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
   const cuda::StepPlan& step = planner_->plan(batch, options_.cuda_graphs, stream_);
+  // Constrained steps sample after the forward (or its graph, captured without sampling) is enqueued and the caller's
+  // masks are ready, so that the masks are computed while the GPU runs the forward.
+  const bool constrained = step.host.constrained();
   const auto enqueue = [&](cuda::GraphNodeRoles* roles) {
     const cuda::KernelStream stream{stream_, device_, roles};
     forward_->enqueue(step, stream);
-    enqueue_sampling(step, stream);
+    if (!constrained) enqueue_sampling(step, stream);
   };
   if (step.graph) {
     if (planner_->upload_generation() != graphs_upload_generation_) {
@@ -202,6 +233,11 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
         step.graph_key, [&](cuda::GraphNodeRoles& roles) { enqueue(&roles); }, stream_);
   } else {
     enqueue(nullptr);
+  }
+  if (batch.prepare_constraints) batch.prepare_constraints();
+  if (constrained) {
+    const SamplingConstraints constraints = upload_constraints(step.host);
+    enqueue_sampling(step, kernel_stream(), &constraints);
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 

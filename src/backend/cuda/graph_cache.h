@@ -21,6 +21,7 @@ struct DecodeGraphKey {
   int padded_sequences = 0;
   int block_table_stride = 0;
   int context_bucket = 0;
+  bool samples = true;  // false: the forward alone (constrained steps sample after the graph)
   auto operator<=>(const DecodeGraphKey&) const = default;
 };
 

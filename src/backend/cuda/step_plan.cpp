@@ -42,6 +42,7 @@ const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t 
     key.context_bucket =
         static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(64, p.host.max_decode_context))));
     key.block_table_stride = (key.context_bucket + kv_.block_size - 1) / kv_.block_size;
+    key.samples = !p.host.constrained();  // constrained steps sample after the graph, once their masks are ready
     p.graph = key.padded_sequences <= limits_.max_num_seqs && key.padded_sequences <= limits_.max_num_batched_tokens;
   }
   if (p.graph) {

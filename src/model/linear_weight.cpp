@@ -1,5 +1,7 @@
 #include "model/linear_weight.h"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "util/error.h"
@@ -77,34 +79,59 @@ void dense_row(const TensorView& t, int64_t row, int64_t cols, float* out) {
   for (int64_t k = 0; k < cols; ++k) out[k] = float_at(t, base + static_cast<size_t>(k));
 }
 
+// AWQ and GPTQ scales are F16 (checked when binding).
+float fp16_at(const TensorView& t, size_t index) {
+  uint16_t bits;
+  std::memcpy(&bits, t.data + index * 2, 2);
+  return fp16_to_float(bits);
+}
+
 void awq_row(const AwqWeight& w, int64_t n, int64_t out_features, int64_t in_features, float* out) {
   const int64_t words = out_features / 8;
   const int shift_nibble = kAwqNibbleOfColumn[static_cast<size_t>(n % 8)];
-  for (int64_t k = 0; k < in_features; ++k) {
-    const int64_t g = k / w.group_size;
-    const int q = nibble(word_at(w.qweight, static_cast<size_t>(k * words + n / 8)), shift_nibble);
+  for (int64_t g = 0; g < in_features / w.group_size; ++g) {
     const int z = nibble(word_at(w.qzeros, static_cast<size_t>(g * words + n / 8)), shift_nibble);
-    out[k] = static_cast<float>(q - z) * float_at(w.scales, static_cast<size_t>(g * out_features + n));
+    const float s = fp16_at(w.scales, static_cast<size_t>(g * out_features + n));
+    for (int64_t k = g * w.group_size; k < (g + 1) * w.group_size; ++k) {
+      const int q = nibble(word_at(w.qweight, static_cast<size_t>(k * words + n / 8)), shift_nibble);
+      out[k] = static_cast<float>(q - z) * s;
+    }
   }
 }
 
 void gptq_row(const GptqWeight& w, int64_t n, int64_t out_features, int64_t in_features, float* out) {
   const int64_t zero_words = out_features / 8;
-  for (int64_t k = 0; k < in_features; ++k) {
-    const int64_t g = k / w.group_size;
-    const int q = nibble(word_at(w.qweight, static_cast<size_t>((k / 8) * out_features + n)), static_cast<int>(k % 8));
+  for (int64_t g = 0; g < in_features / w.group_size; ++g) {
     const int z =
         nibble(word_at(w.qzeros, static_cast<size_t>(g * zero_words + n / 8)), static_cast<int>(n % 8)) + w.zero_offset;
-    out[k] = static_cast<float>(q - z) * float_at(w.scales, static_cast<size_t>(g * out_features + n));
+    const float s = fp16_at(w.scales, static_cast<size_t>(g * out_features + n));
+    for (int64_t k = g * w.group_size; k < (g + 1) * w.group_size; k += 8) {
+      const uint32_t word = word_at(w.qweight, static_cast<size_t>((k / 8) * out_features + n));
+      for (int j = 0; j < 8; ++j) out[k + j] = static_cast<float>(nibble(word, j) - z) * s;
+    }
   }
+}
+
+// Every E4M3 code's value, computed once (immutable after initialisation).
+const std::array<float, 256>& e4m3_values() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int code = 0; code < 256; ++code) t[static_cast<size_t>(code)] = fp8_e4m3_to_float(static_cast<uint8_t>(code));
+    return t;
+  }();
+  return table;
 }
 
 void fp8_row(const Fp8BlockWeight& w, int64_t n, int64_t in_features, float* out) {
   const int64_t scale_cols = (in_features + w.block_in - 1) / w.block_in;
   const size_t scale_row = static_cast<size_t>((n / w.block_out) * scale_cols);
   const auto* bytes = reinterpret_cast<const uint8_t*>(w.weight.data) + n * in_features;
-  for (int64_t k = 0; k < in_features; ++k)
-    out[k] = fp8_e4m3_to_float(bytes[k]) * float_at(w.scale_inv, scale_row + static_cast<size_t>(k / w.block_in));
+  const std::array<float, 256>& values = e4m3_values();
+  for (int64_t b = 0; b < scale_cols; ++b) {
+    const float scale = float_at(w.scale_inv, scale_row + static_cast<size_t>(b));
+    for (int64_t k = b * w.block_in; k < std::min<int64_t>((b + 1) * w.block_in, in_features); ++k)
+      out[k] = values[bytes[k]] * scale;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,9 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"
+#include "cli/serve_help.h"
+#include "cli/startup_summary.h"
+#include "cli/vllm_serve_flags.h"
 #include "engine/tokenizer_text_decoder.h"
 #include "server/http_server.h"
 #include "server/openai_response.h"
@@ -27,8 +31,17 @@ struct ServeFlags {
   server::ServerOptions server;
   std::string served_model_name;
   EngineFlags engine;
+  VllmServeFlags vllm;
   bool allow_special_tokens_in_content = false;
 };
+
+std::string served_model_name(const ServeFlags& f) {
+  return !f.served_model_name.empty() ? f.served_model_name : !f.model.model.empty() ? f.model.model : "qinfer-demo";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Logs where the tokenizer and chat template come from: users of the demo model should know it is the test asset.
 std::filesystem::path tokenizer_dir(const ModelFlags& flags) {
@@ -55,19 +68,29 @@ struct LoadedRuntime {
   }
 };
 
-std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f) {
+// `start` is when serving began; the ready line says where the time since went.
+std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f, std::chrono::steady_clock::time_point start) {
   auto loaded = std::make_unique<LoadedRuntime>();
+  std::vector<std::pair<std::string, double>> phases;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto end_phase = [&](const char* name) {
+    phases.emplace_back(name, seconds_since(phase_start));
+    phase_start = std::chrono::steady_clock::now();
+  };
   std::filesystem::path tokenizer_path = tokenizer_dir(f.model);
   Tokenizer tokenizer = Tokenizer::from_model_dir(tokenizer_path);
-  ChatTemplate chat_template = ChatTemplate::from_model_dir(tokenizer_path);
+  ChatTemplate chat_template = load_chat_template(tokenizer_path, f.vllm.chat_template);
+  end_phase("tokenizer");
   auto model = load_model_from_flags(f.model);
+  end_phase("weights");
   loaded->backend = create_backend(model, f.backend);
-  spdlog::info("backend {}: {} KV blocks of {} tokens, context {}", loaded->backend->name(),
-               loaded->backend->kv_cache().num_blocks, loaded->backend->kv_cache().block_size,
-               loaded->backend->max_model_len());
+  end_phase("backend");
   EngineOptions engine_options = engine_options_from_flags(f.backend, f.engine);
+  apply_vllm_engine_flags(f.vllm, engine_options);
   engine_options.make_text_decoder = make_tokenizer_text_decoder(tokenizer);
   loaded->engine = std::make_unique<Engine>(*loaded->backend, engine_options);
+  spdlog::info("{}", engine_summary(*loaded->backend, f.backend, engine_options));
+  spdlog::info("{}", memory_summary(loaded->backend->memory_plan(), loaded->engine->max_model_len()));
   loaded->engine->start();
 
   // Warm-up: one short generation so the first client does not pay for first-call allocations.
@@ -78,6 +101,7 @@ std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f) {
   RequestHandle handle = loaded->engine->submit(std::move(warmup));
   std::vector<StreamDelta> ignored;
   while (handle.stream->wait_drain(ignored)) ignored.clear();
+  end_phase("warm-up");
 
   loaded->prompts =
       std::make_unique<server::PromptBuilder>(tokenizer, std::move(chat_template), f.allow_special_tokens_in_content);
@@ -86,17 +110,17 @@ std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f) {
   runtime.engine = loaded->engine.get();
   runtime.prompts = loaded->prompts.get();
   runtime.watchdog = loaded->watchdog.get();
-  runtime.served_model_name = !f.served_model_name.empty() ? f.served_model_name
-                              : !f.model.model.empty()     ? f.model.model
-                                                           : "qinfer-demo";
+  runtime.served_model_name = served_model_name(f);
   runtime.max_model_len = loaded->engine->max_model_len();
   runtime.vocab_size = model->config.vocab_size;
-  runtime.defaults = model->config.generation;
+  runtime.defaults = generation_defaults(model->config, f.vllm.generation_config);
   runtime.created = server::unix_time_now();
+  spdlog::info("{}", startup_time_summary(seconds_since(start), phases));
   return loaded;
 }
 
 void run_serve(const ServeFlags& f) {
+  const auto start = std::chrono::steady_clock::now();
   // Signals are taken by one thread with sigwait; every other thread (created below) inherits the blocked mask.
   sigset_t signals;
   sigemptyset(&signals);
@@ -106,7 +130,9 @@ void run_serve(const ServeFlags& f) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away must not kill the server
 
-  server::ServerState state(f.server);
+  server::ServerOptions server_options = f.server;
+  server_options.metrics_model_name = served_model_name(f);
+  server::ServerState state(server_options);
   server::HttpServer http(state);
   const int port = http.bind();
   spdlog::info("listening on http://{}:{} (/health answers 503 until the model is ready)", f.server.host, port);
@@ -127,11 +153,19 @@ void run_serve(const ServeFlags& f) {
 
   std::exception_ptr load_error;
   try {
-    loaded = load_runtime(f);
+    loaded = load_runtime(f, start);
     state.set_runtime(&loaded->runtime);
     spdlog::info("ready: serving '{}' on http://{}:{}", loaded->runtime.served_model_name, f.server.host, port);
   } catch (...) {
     load_error = std::current_exception();
+    // Reported first, before the shutdown below logs anything.
+    try {
+      std::rethrow_exception(load_error);
+    } catch (const std::exception& e) {
+      spdlog::error("loading failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("loading failed");
+    }
     pthread_kill(signal_thread.native_handle(), SIGUSR1);
     signal_thread.join();
     http.shutdown([] {});
@@ -193,7 +227,12 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--allow-special-tokens-in-content", f->allow_special_tokens_in_content,
                 "Match special tokens inside message content as HF does (lets clients forge chat turns)");
-  cmd->callback([f] { run_serve(*f); });
+  add_vllm_serve_flags(*cmd, f->vllm, f->server);
+  group_serve_flags(*cmd);
+  cmd->callback([f] {
+    apply_vllm_serve_flags(f->vllm, f->model, f->server);
+    run_serve(*f);
+  });
 }
 
 }  // namespace qinfer::cli

@@ -5,9 +5,11 @@
 #include "model/model_path.h"
 #include "model/online_quantization.h"
 #include "model/test_model.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/logging.h"
+#include "util/progress.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::cli {
@@ -49,7 +51,9 @@ std::string describe_weights(const ModelConfig& c) {
 }  // namespace
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
-  cmd.add_option("--model", flags.model, "Model directory or Hugging Face repo id (ORG/NAME) in the local HF cache");
+  cmd.add_option("--model", flags.model,
+                 "Model directory, or a hub repo id (ORG/NAME) taken from the local cache and downloaded first when "
+                 "it is not there");
   cmd.add_option("--load-format", flags.load_format,
                  "auto: read safetensors; dummy: deterministic random weights from --config or --preset")
       ->check(CLI::IsMember({"auto", "dummy"}))
@@ -64,13 +68,16 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
                  "quantization_config says). fp8 on a bf16 checkpoint quantizes it at load (128x128 blocks, as "
                  "Qwen's FP8 checkpoints); with --load-format dummy, the format of the random weights")
       ->check(CLI::IsMember({"awq", "gptq", "fp8"}));
+  add_hub_flags(cmd, flags.hub);
 }
 
 void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
   cmd.add_option("--device", o.device, "auto | cpu | cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  cmd.add_option("--max-model-len", o.max_model_len, "Context length (0: the model's)")->capture_default_str();
+  cmd.add_option("--max-model-len,--max-total-tokens", o.max_model_len,
+                 "Context length (0: the model's); TGI: --max-total-tokens")
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization, "Fraction of GPU memory to use")
       ->check(CLI::Range(0.05, 0.99))
       ->capture_default_str();
@@ -85,6 +92,16 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
          "half the bytes, twice the blocks)")
       ->check(CLI::IsMember({"auto", "bf16", "fp8", "fp8_e4m3"}))
       ->default_str("auto");
+  cmd.add_option_function<std::string>(
+      "--kv-cache-memory-bytes",
+      [&o](const std::string& value) {
+        std::optional<int64_t> bytes = parse_byte_size(value);
+        if (!bytes || *bytes <= 0)
+          throw CLI::ValidationError("--kv-cache-memory-bytes",
+                                     "'" + value + "' is not a size in bytes (e.g. 8GiB, 4G, 4e9, 512MiB)");
+        o.kv_cache_bytes = *bytes;
+      },
+      "KV cache size, e.g. 8GiB or 4e9 (CPU default: 2GiB; CUDA default: what --gpu-memory-utilization leaves)");
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
   cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
 }
@@ -98,7 +115,7 @@ std::optional<std::filesystem::path> find_tokenizer_dir(const ModelFlags& flags)
     return fs::path(flags.tokenizer);
   }
   if (!flags.model.empty() && flags.load_format == "auto") {
-    fs::path dir = resolve_model_dir(flags.model);
+    fs::path dir = model_dir_from_flags(flags.model, flags.hub);
     return has_tokenizer(dir) ? std::optional(dir) : std::nullopt;
   }
   std::vector<fs::path> roots = {fs::current_path()};
@@ -128,9 +145,11 @@ std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags
       if (!config.quantization.quantized()) config.quantization = dummy_quantization(flags.quantization);
     }
     ThreadPool pool(0);
-    model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool));
+    ProgressReporter progress("generating dummy weights", config.num_parameters() * 2);  // bf16
+    model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool, &progress));
+    progress.finish();
   } else {
-    const std::filesystem::path dir = resolve_model_dir(flags.model);
+    const std::filesystem::path dir = model_dir_from_flags(flags.model, flags.hub);
     auto loaded = std::make_shared<LoadedModel>(load_model(dir));
     if (!flags.quantization.empty()) {
       check_expected_quantization(loaded->config, flags.quantization, (dir / "config.json").string());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -57,16 +58,24 @@ Engine::Engine(Backend& backend, EngineOptions options)
               backend.kv_cache().block_size,
               static_cast<int32_t>(backend.kv_cache().num_blocks),
               options_.max_n,
-              static_cast<bool>(options_.make_text_decoder)},
+              static_cast<bool>(options_.make_text_decoder),
+              options_.max_logprobs,
+              options_.max_prompt_tokens},
       blocks_(limits_.num_blocks, limits_.block_size, options_.enable_prefix_caching),
       scheduler_(scheduler_options(options_, limits_.max_model_len, backend.config()), blocks_),
-      seed_source_(std::random_device{}()) {
+      seed_source_(options_.seed ? *options_.seed : std::random_device{}()) {
   int64_t blocks_per_seq = blocks_.blocks_for_tokens(limits_.max_model_len);
-  if (blocks_per_seq > limits_.num_blocks)
+  if (blocks_per_seq > limits_.num_blocks) {
+    const KvCacheShape kv = backend.kv_cache();
+    const int64_t block_bytes = kv.num_blocks > 0 ? kv.bytes / kv.num_blocks : 0;
     throw Error(ErrorKind::kInvalidArgument,
                 "max_model_len " + std::to_string(limits_.max_model_len) + " needs " + std::to_string(blocks_per_seq) +
-                    " KV blocks for one sequence but the cache has " + std::to_string(limits_.num_blocks) +
-                    "; lower --max-model-len or give the KV cache more memory");
+                    " KV blocks (" + format_bytes(blocks_per_seq * block_bytes) +
+                    ") for one sequence but the cache has " + std::to_string(limits_.num_blocks) + " (" +
+                    format_bytes(kv.bytes) +
+                    "); lower --max-model-len or give the KV cache more memory (--kv-cache-memory-bytes; on a GPU "
+                    "also --gpu-memory-utilization)");
+  }
   if (options_.max_num_batched_tokens < options_.max_num_seqs)
     throw Error(ErrorKind::kInvalidArgument,
                 "max_num_batched_tokens (" + std::to_string(options_.max_num_batched_tokens) +
@@ -169,10 +178,12 @@ bool Engine::step() {
   take_intake();
   expire_deadlines();
   bool ran = false;
+  batch_sequences_ = 0;
   if (scheduler_.has_work()) {
     const Batch& batch = scheduler_.schedule();
     if (!batch.sequences.empty()) {
       ran = true;
+      batch_sequences_ = static_cast<int32_t>(batch.sequences.size());
       mark_scheduled();
       updates_.clear();
       try {
@@ -324,6 +335,7 @@ void Engine::publish_stats() {
   stats.num_waiting = scheduler_.num_waiting();
   stats.num_free_blocks = blocks_.num_free_blocks();
   stats.num_blocks = blocks_.num_blocks();
+  stats.batch_sequences = batch_sequences_;
   stats.finished_requests = finished_requests_;
   stats.step_seconds = step_seconds_;
   stats.backend_seconds = backend_seconds_;

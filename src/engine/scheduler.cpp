@@ -15,6 +15,18 @@ SchedulingPolicy parse_scheduling_policy(const std::string& name) {
   throw Error(ErrorKind::kInvalidArgument, "--scheduling-policy must be fcfs, priority or lpm, got '" + name + "'");
 }
 
+const char* scheduling_policy_name(SchedulingPolicy policy) {
+  switch (policy) {
+    case SchedulingPolicy::kFcfs:
+      return "fcfs";
+    case SchedulingPolicy::kPriority:
+      return "priority";
+    case SchedulingPolicy::kLpm:
+      return "lpm";
+  }
+  return "?";
+}
+
 Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks) : options_(std::move(options)), blocks_(blocks) {
   if (options_.max_num_seqs <= 0 || options_.max_num_batched_tokens <= 0 || options_.max_model_len <= 0)
     throw Error(ErrorKind::kInvalidArgument, "scheduler limits must be positive: max_num_seqs " +

@@ -30,6 +30,7 @@ enum class SchedulingPolicy {
 
 // "fcfs" | "priority" | "lpm"; throws Error(kInvalidArgument) otherwise.
 SchedulingPolicy parse_scheduling_policy(const std::string& name);
+const char* scheduling_policy_name(SchedulingPolicy policy);  // the inverse: "fcfs" | "priority" | "lpm"
 
 struct SchedulerOptions {
   int32_t max_num_seqs = 256;

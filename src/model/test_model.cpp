@@ -10,6 +10,7 @@
 #include "model/weight_quantizer.h"
 #include "util/error.h"
 #include "util/half.h"
+#include "util/progress.h"
 #include "util/thread_pool.h"
 
 namespace qinfer {
@@ -217,7 +218,7 @@ void write_test_model(const std::filesystem::path& dir, const ModelConfig& confi
   }
 }
 
-LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPool* pool) {
+LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPool* pool, ProgressReporter* progress) {
   auto buffers = std::make_shared<std::map<std::string, std::vector<std::byte>>>();
   std::map<std::string, TensorView> views;
   for (const auto& [name, shape] : qwen3_tensor_shapes(config)) {
@@ -233,6 +234,7 @@ LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPoo
       v.file = "<dummy weights>";
       views[v.name] = v;
     }
+    if (progress) progress->advance(static_cast<int64_t>(element_count(shape) * 2));  // its bf16 source
   }
   LoadedModel m;
   m.config = config;

@@ -36,11 +36,15 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
     const std::optional<TimePoint> first_scheduled =
         timing_.engine_stream ? timing_.engine_stream->first_scheduled() : std::nullopt;
     const TimePoint scheduled = first_scheduled.value_or(now);
-    metrics_.request_queue_time.observe(timing_.slot_wait_seconds + seconds_between(timing_.submitted, scheduled));
+    queue_seconds_ = timing_.slot_wait_seconds + seconds_between(timing_.submitted, scheduled);
+    metrics_.request_queue_time.observe(*queue_seconds_);
     first_delta_seen_ = true;
   }
   if (!delta.token_ids.empty()) {
-    if (!first_token_seen_) metrics_.time_to_first_token.observe(seconds_between(timing_.arrival, now));
+    if (!first_token_seen_) {
+      ttft_seconds_ = seconds_between(timing_.arrival, now);
+      metrics_.time_to_first_token.observe(*ttft_seconds_);
+    }
     if (choice.last_output) metrics_.inter_token_latency.observe(seconds_between(*choice.last_output, now));
     first_token_seen_ = true;
     choice.last_output = now;
@@ -194,11 +198,18 @@ nlohmann::json CompletionOutput::final_response(const Usage& usage) {
 }
 
 void CompletionOutput::record_finished(const Usage& usage) {
-  metrics_.prompt_tokens.inc(usage.prompt_tokens);
-  metrics_.generation_tokens.inc(usage.completion_tokens);
-  metrics_.e2e_request_latency.observe(seconds_between(timing_.arrival, std::chrono::steady_clock::now()));
+  FinishedRequest request;
+  request.engine_id = timing_.engine_stream ? timing_.engine_stream->request_id() : 0;
+  request.id = id_;
+  request.prompt_tokens = usage.prompt_tokens;
+  request.cached_tokens = usage.cached_tokens;
+  request.output_tokens = usage.completion_tokens;
+  request.queue_seconds = queue_seconds_;
+  request.ttft_seconds = ttft_seconds_;
+  request.duration_seconds = seconds_between(timing_.arrival, std::chrono::steady_clock::now());
   for (const Choice& choice : choices_)
-    metrics_.count_finish(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
+    request.finish_reasons.push_back(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
+  metrics_.record_finished(request);
 }
 
 }  // namespace qinfer::server

@@ -42,7 +42,7 @@ class CompletionOutput {
 
   // Set when a choice ended with an error or the deadline: the request failed.
   const std::optional<ApiError>& failure() const { return failure_; }
-  // Records end-of-request metrics (tokens, e2e latency, finish reasons); call once.
+  // Records end-of-request metrics (tokens, e2e latency, finish reasons) and the request's log line; call once.
   void record_finished(const Usage& usage);
 
  private:
@@ -78,6 +78,8 @@ class CompletionOutput {
   std::vector<Choice> choices_;
   bool first_delta_seen_ = false;
   bool first_token_seen_ = false;
+  std::optional<double> queue_seconds_;  // set by the first delta
+  std::optional<double> ttft_seconds_;   // set by the first token
   std::optional<ApiError> failure_;
 };
 

@@ -77,6 +77,10 @@ class ServerState {
  public:
   explicit ServerState(ServerOptions options)
       : options_(std::move(options)),
+        metrics_(MetricsOptions{.vllm_model_name = options_.vllm_metrics
+                                                       ? std::optional<std::string>(options_.metrics_model_name)
+                                                       : std::nullopt,
+                                .log_requests = options_.log_requests}),
         admission_(options_.max_concurrent_requests, options_.max_queue_len),
         cache_(options_.response_cache_size),
         gpu_probe_(GpuProbe::open()),

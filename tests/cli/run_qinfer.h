@@ -1,4 +1,4 @@
-// Test helper: runs the real qinfer binary (QINFER_BIN) with arguments and collects its exit code and output.
+// Runs the real qinfer binary (QINFER_BIN) for the command-line tests.
 #pragma once
 
 #include <sys/wait.h>
@@ -14,8 +14,9 @@ struct ProcessResult {
   std::string output;  // standard output and standard error
 };
 
-inline ProcessResult run_qinfer(const std::string& args) {
-  const std::string command = std::string(QINFER_BIN) + " --log-level warn " + args + " 2>&1";
+// `qinfer --log-level warn ARGS` (`quiet` false: without --log-level), through the shell.
+inline ProcessResult run_qinfer(const std::string& args, bool quiet = true) {
+  const std::string command = std::string(QINFER_BIN) + (quiet ? " --log-level warn " : " ") + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
   std::string output;

@@ -712,7 +712,7 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
 
 int sampling_chunks(int vocab) { return chunks_of(vocab); }
 
-void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream) {
+void launch_sampling(const SamplingKernelParams& params, const KernelStream& stream) {
   if (params.num_rows == 0) return;
   QINFER_CHECK(params.chunk_stats != nullptr);
   launch_dependent(logits_chunk_stats_kernel,

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 constexpr int kMaxTopLogprobs = 20;
@@ -70,6 +72,6 @@ int sampling_chunks(int vocab);
 // from them; rows with penalties get their penalised logits in `work`), then one block per row for what needs the
 // whole row (top-k/p, the draw, top logprobs). Greedy rows without top logprobs are done after the first kernel's
 // merge; top-k within the number of chunks and top logprobs gather only the logits that the chunk maxima bound.
-void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream);
+void launch_sampling(const SamplingKernelParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

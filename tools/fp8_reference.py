@@ -85,9 +85,11 @@ def fp8_round_trip(x):
 class Qwen3:
     """transformers' Qwen3ForCausalLM in float32 over a KV cache that holds K/V as the model reads them back."""
 
-    def __init__(self, model_dir, fp8_kv):
+    def __init__(self, model_dir, fp8_kv, weights=None):
+        """weights: name -> float32 array (tools/quant_reference.py passes dequantized ones); default: the bf16
+        model.safetensors of model_dir."""
         self.c = json.load(open(os.path.join(model_dir, "config.json")))
-        self.w = load_bf16_safetensors(os.path.join(model_dir, "model.safetensors"))
+        self.w = weights if weights is not None else load_bf16_safetensors(os.path.join(model_dir, "model.safetensors"))
         self.fp8_kv = fp8_kv
         dim = self.c["head_dim"]
         exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / np.float32(dim)

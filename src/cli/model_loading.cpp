@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "model/model_path.h"
+#include "model/online_quantization.h"
 #include "model/test_model.h"
 #include "util/byte_size.h"
 #include "util/error.h"
@@ -14,8 +15,40 @@
 namespace qinfer::cli {
 
 namespace {
+
 constexpr const char* kDemoPreset = "tiny";
+
+// A quantized model must be in the format --quantization names; a dense one may be quantized (see the callers).
+void check_expected_quantization(const ModelConfig& config, const std::string& expected, const std::string& where) {
+  const std::string_view actual = quant_method_name(config.quantization.method);
+  if (config.quantization.quantized() && actual != expected)
+    throw Error(ErrorKind::kInvalidArgument, "--quantization " + expected + ", but " + where +
+                                                 " says quantization_config.quant_method '" + std::string(actual) +
+                                                 "'; drop the flag or pass --quantization " + std::string(actual));
 }
+
+QuantizationConfig dummy_quantization(const std::string& method) {
+  if (method == "awq") return awq_quantization(128);
+  if (method == "gptq") return gptq_quantization(128);
+  return fp8_block_quantization();
+}
+
+std::string describe_weights(const ModelConfig& c) {
+  const QuantizationConfig& q = c.quantization;
+  switch (q.method) {
+    case QuantMethod::kNone:
+      return std::string(dtype_name(c.dtype));
+    case QuantMethod::kAwq:
+    case QuantMethod::kGptq:
+      return std::string(quant_method_name(q.method)) + " int4, group " + std::to_string(q.group_size);
+    case QuantMethod::kFp8:
+      return std::string("fp8 e4m3, ") + std::to_string(q.block_out) + "x" + std::to_string(q.block_in) + " blocks" +
+             (q.online ? ", quantized at load" : "");
+  }
+  return "?";
+}
+
+}  // namespace
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--model", flags.model,
@@ -30,6 +63,11 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--config", flags.config, "With --load-format dummy: a config.json");
   cmd.add_option("--tokenizer", flags.tokenizer, "Directory with tokenizer.json (default: the model's)");
   cmd.add_option("--weight-seed", flags.seed, "With --load-format dummy: weight seed")->capture_default_str();
+  cmd.add_option("--quantization,-q", flags.quantization,
+                 "Weight format the checkpoint must have: awq | gptq | fp8 (default: whatever its config.json's "
+                 "quantization_config says). fp8 on a bf16 checkpoint quantizes it at load (128x128 blocks, as "
+                 "Qwen's FP8 checkpoints); with --load-format dummy, the format of the random weights")
+      ->check(CLI::IsMember({"awq", "gptq", "fp8"}));
   add_hub_flags(cmd, flags.hub);
 }
 
@@ -102,18 +140,40 @@ std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags
     ModelConfig config = demo                   ? test_model_preset(kDemoPreset)
                          : flags.preset.empty() ? parse_model_config(read_json_file(flags.config), flags.config)
                                                 : test_model_preset(flags.preset);
+    if (!flags.quantization.empty()) {
+      check_expected_quantization(config, flags.quantization, "the dummy model's config");
+      if (!config.quantization.quantized()) config.quantization = dummy_quantization(flags.quantization);
+    }
     ThreadPool pool(0);
     ProgressReporter progress("generating dummy weights", config.num_parameters() * 2);  // bf16
     model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool, &progress));
     progress.finish();
   } else {
-    model = std::make_shared<LoadedModel>(load_model(model_dir_from_flags(flags.model, flags.hub)));
+    const std::filesystem::path dir = model_dir_from_flags(flags.model, flags.hub);
+    auto loaded = std::make_shared<LoadedModel>(load_model(dir));
+    if (!flags.quantization.empty()) {
+      check_expected_quantization(loaded->config, flags.quantization, (dir / "config.json").string());
+      if (!loaded->config.quantization.quantized()) {
+        if (flags.quantization != "fp8")
+          throw Error(ErrorKind::kUnsupported,
+                      "--quantization " + flags.quantization + ": " + dir.string() +
+                          " is not quantized (config.json has no quantization_config), and qinfer does not quantize "
+                          "to " +
+                          flags.quantization + " at load (it needs calibration); use an " + flags.quantization +
+                          " checkpoint, or --quantization fp8 to quantize this one at load");
+        ThreadPool pool(0);
+        loaded = std::make_shared<LoadedModel>(quantize_fp8_on_load(*loaded, &pool));
+      }
+    }
+    model = loaded;
   }
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const ModelConfig& c = model->config;
-  spdlog::info("model loaded in {:.0f} ms: {} layers, hidden {}, {} q / {} kv heads of {}, vocab {}, {:.2f} B params",
-               ms, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size,
-               static_cast<double>(c.num_parameters()) / 1e9);
+  spdlog::info(
+      "model loaded in {:.0f} ms: {} layers, hidden {}, {} q / {} kv heads of {}, vocab {}, {:.2f} B params, weights "
+      "{}",
+      ms, c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size,
+      static_cast<double>(c.num_parameters()) / 1e9, describe_weights(c));
   return model;
 }
 

@@ -1,5 +1,5 @@
-// Flags shared by commands that load a model: --model, --load-format, --preset/--config for dummy weights, and the
-// hub flags for an ORG/NAME model (--revision, --hf-token, --model-source).
+// Flags shared by commands that load a model: --model, --load-format, --preset/--config for dummy weights,
+// --quantization, and the hub flags for an ORG/NAME model (--revision, --hf-token, --model-source).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,6 +21,7 @@ struct ModelFlags {
   std::string config;                // dummy: config.json path
   uint64_t seed = 0;                 // dummy: weight seed
   std::string tokenizer;             // directory with tokenizer.json (default: the model's)
+  std::string quantization;          // "" | awq | gptq | fp8 (vLLM's --quantization)
   HubFlags hub;                      // where an ORG/NAME model comes from when it is not cached
 };
 
@@ -33,6 +34,9 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& options);
 std::optional<std::filesystem::path> find_tokenizer_dir(const ModelFlags& flags);
 
 // Loads the model the flags name (the built-in demo model when none is named); logs what and how long it took.
+// --quantization: a checkpoint quantized otherwise is refused (kInvalidArgument); fp8 on a dense checkpoint quantizes
+// it at load (quantize_fp8_on_load); awq / gptq on a dense checkpoint are refused (kUnsupported: they need
+// calibration); with dummy weights it picks the format the random weights are quantized to (group 128).
 std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags);
 
 }  // namespace qinfer::cli

@@ -116,6 +116,7 @@ ModelConfig parse_model_config(const nlohmann::json& j, const std::filesystem::p
   else
     throw Error(ErrorKind::kUnsupported,
                 path.string() + ": torch_dtype '" + dtype + "' is not supported (bfloat16, float16, float32)");
+  if (j.contains("quantization_config")) c.quantization = parse_quantization_config(j["quantization_config"], path);
   c.eos_token_ids = int_or_list(j, "eos_token_id", path);
   c.bos_token_ids = int_or_list(j, "bos_token_id", path);
   if (gen) {
@@ -172,6 +173,8 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
       {"use_sliding_window", false},
       {"use_cache", true},
   };
+  if (c.quantization.quantized() && !c.quantization.online)
+    j["quantization_config"] = quantization_config_to_json(c.quantization);
   if (!c.bos_token_ids.empty()) j["bos_token_id"] = c.bos_token_ids.front();
   if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids.front();
   return j;

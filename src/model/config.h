@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/dtype.h"
+#include "model/quantization_config.h"
 
 namespace qinfer {
 
@@ -37,6 +38,7 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;
   std::vector<int32_t> bos_token_ids;
   GenerationDefaults generation;
+  QuantizationConfig quantization;  // config.json's quantization_config (kNone when absent)
 
   int q_width() const { return num_heads * head_dim; }
   int kv_width() const { return num_kv_heads * head_dim; }
@@ -45,7 +47,8 @@ struct ModelConfig {
 };
 
 // Parses config.json (and generation_config.json when given and present). Refuses other architectures, rope_scaling
-// types, sliding windows and inconsistent head counts with Error(kUnsupported / kFormat) naming file and field.
+// types, sliding windows, quantization formats (parse_quantization_config) and inconsistent head counts with
+// Error(kUnsupported / kFormat) naming file and field.
 ModelConfig parse_model_config(const nlohmann::json& config, const std::filesystem::path& config_path,
                                const nlohmann::json* generation_config = nullptr,
                                const std::filesystem::path& generation_path = {});

@@ -127,7 +127,8 @@ TensorView SafetensorsFile::view(const std::string& name) const {
   auto dtype = parse_safetensors_dtype(e.dtype);
   if (!dtype)
     throw Error(ErrorKind::kUnsupported,
-                path().string() + ": tensor '" + name + "' has dtype " + e.dtype + "; qinfer loads BF16, F16 and F32");
+                path().string() + ": tensor '" + name + "' has dtype " + e.dtype +
+                    "; qinfer loads BF16, F16, F32, and F8_E4M3 / I32 inside quantized linears");
   TensorView v;
   v.name = name;
   v.dtype = *dtype;

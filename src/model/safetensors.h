@@ -49,7 +49,7 @@ class SafetensorsFile {
   explicit SafetensorsFile(const std::filesystem::path& path);
   const std::filesystem::path& path() const { return file_.path(); }
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
-  // Throws Error(kUnsupported) for dtypes other than F32/F16/BF16. `name` must be in entries().
+  // Throws Error(kUnsupported) for dtypes other than F32/F16/BF16/F8_E4M3/I32. `name` must be in entries().
   TensorView view(const std::string& name) const;
 
  private:

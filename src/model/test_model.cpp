@@ -5,6 +5,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "model/linear_binding.h"
+#include "model/safetensors_writer.h"
+#include "model/weight_quantizer.h"
 #include "util/error.h"
 #include "util/half.h"
 #include "util/progress.h"
@@ -110,6 +113,76 @@ void write_json(const std::filesystem::path& path, const nlohmann::json& j) {
   if (!out) throw Error(ErrorKind::kInternal, "cannot write " + path.string());
 }
 
+struct GeneratedTensor {
+  TensorHeader header;
+  std::vector<std::byte> bytes;
+};
+
+template <typename T>
+std::vector<std::byte> as_bytes(const std::vector<T>& values) {
+  const auto* begin = reinterpret_cast<const std::byte*>(values.data());
+  return {begin, begin + values.size() * sizeof(T)};
+}
+
+// "model.layers.0.mlp.down_proj" for "model.layers.0.mlp.down_proj.weight" of a quantized linear; "" otherwise.
+std::string quantized_module(const std::string& name, const std::vector<int64_t>& shape, const ModelConfig& c) {
+  const std::string suffix = ".weight";
+  if (shape.size() != 2 || name.rfind("model.layers.", 0) != 0 || name.size() <= suffix.size()) return "";
+  const std::string module = name.substr(0, name.size() - suffix.size());
+  return c.quantization.quantizes(module) ? module : "";
+}
+
+// The checkpoint tensors that stand for the dense tensor `name` [shape]: itself in bf16, or its module's tensors in
+// the format of config.quantization. `bytes` are left empty when `with_bytes` is false (header only).
+std::vector<GeneratedTensor> checkpoint_tensors(const std::string& name, const std::vector<int64_t>& shape,
+                                                const ModelConfig& c, uint64_t seed, bool with_bytes,
+                                                ThreadPool* pool) {
+  const std::string module = quantized_module(name, shape, c);
+  std::vector<std::byte> dense;
+  if (with_bytes) {
+    dense.resize(element_count(shape) * 2);
+    generate_test_tensor(name, shape, c, seed, {reinterpret_cast<uint16_t*>(dense.data()), dense.size() / 2}, pool);
+  }
+  if (module.empty()) {
+    std::vector<GeneratedTensor> one(1);
+    one[0] = {{name, DType::kBF16, shape}, std::move(dense)};
+    return one;
+  }
+  TensorView view;
+  view.name = name;
+  view.dtype = DType::kBF16;
+  view.shape = shape;
+  view.data = dense.data();
+  view.num_bytes = dense.size();
+  const QuantizationConfig& q = c.quantization;
+  const int64_t out = shape[0], in = shape[1];
+  check_linear_packable("test model", module, out, in, q);
+  switch (q.method) {
+    case QuantMethod::kAwq: {
+      AwqTensors t = with_bytes ? quantize_awq(view, q.group_size, pool) : AwqTensors{};
+      return {{{module + ".qweight", DType::kI32, {in, out / 8}}, as_bytes(t.qweight)},
+              {{module + ".qzeros", DType::kI32, {in / q.group_size, out / 8}}, as_bytes(t.qzeros)},
+              {{module + ".scales", DType::kF16, {in / q.group_size, out}}, as_bytes(t.scales)}};
+    }
+    case QuantMethod::kGptq: {
+      GptqTensors t = with_bytes ? quantize_gptq_symmetric(view, q.group_size, pool) : GptqTensors{};
+      return {{{module + ".qweight", DType::kI32, {in / 8, out}}, as_bytes(t.qweight)},
+              {{module + ".qzeros", DType::kI32, {in / q.group_size, out / 8}}, as_bytes(t.qzeros)},
+              {{module + ".scales", DType::kF16, {in / q.group_size, out}}, as_bytes(t.scales)},
+              {{module + ".g_idx", DType::kI32, {in}}, as_bytes(t.g_idx)}};
+    }
+    case QuantMethod::kFp8: {
+      Fp8BlockTensors t = with_bytes ? quantize_fp8_block(view, q.block_out, q.block_in, pool) : Fp8BlockTensors{};
+      const int64_t rows = (out + q.block_out - 1) / q.block_out, cols = (in + q.block_in - 1) / q.block_in;
+      return {{{module + ".weight", DType::kF8E4M3, {out, in}}, as_bytes(t.weight)},
+              {{module + ".weight_scale_inv", DType::kF32, {rows, cols}}, as_bytes(t.scale_inv)}};
+    }
+    case QuantMethod::kNone:
+      break;
+  }
+  return {};
+}
+
 }  // namespace
 
 void write_test_model(const std::filesystem::path& dir, const ModelConfig& config, uint64_t seed,
@@ -118,33 +191,17 @@ void write_test_model(const std::filesystem::path& dir, const ModelConfig& confi
   write_json(dir / "config.json", model_config_to_json(config));
   write_json(dir / "generation_config.json", generation_config_to_json(config));
 
-  auto shapes = qwen3_tensor_shapes(config);
-  nlohmann::json header = nlohmann::json::object();
-  header["__metadata__"] = {{"format", "pt"}, {"generator", "qinfer make-test-model"}, {"seed", std::to_string(seed)}};
-  uint64_t offset = 0;
-  for (const auto& [name, shape] : shapes) {
-    uint64_t bytes = element_count(shape) * 2;
-    header[name] = {{"dtype", "BF16"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-  }
-  std::string header_text = header.dump();
-  header_text.append((8 - header_text.size() % 8) % 8, ' ');
-  auto path = dir / "model.safetensors";
-  std::ofstream out(path, std::ios::binary);
-  uint64_t header_len = header_text.size();
-  char len_bytes[8];
-  for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<char>((header_len >> (8 * i)) & 0xff);
-  out.write(len_bytes, 8);
-  out.write(header_text.data(), static_cast<std::streamsize>(header_text.size()));
-  std::vector<uint16_t> buffer;
-  // nlohmann sorts keys, but data offsets follow `shapes` order, so write in that order.
-  for (const auto& [name, shape] : shapes) {
-    buffer.resize(element_count(shape));
-    generate_test_tensor(name, shape, config, seed, buffer, pool);
-    out.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(buffer.size() * 2));
-  }
-  if (!out) throw Error(ErrorKind::kInternal, "cannot write " + path.string());
-  out.close();
+  const auto shapes = qwen3_tensor_shapes(config);
+  std::vector<TensorHeader> headers;
+  for (const auto& [name, shape] : shapes)
+    for (GeneratedTensor& t : checkpoint_tensors(name, shape, config, seed, false, pool))
+      headers.push_back(std::move(t.header));
+  SafetensorsWriter writer(dir / "model.safetensors", std::move(headers),
+                           {{"format", "pt"}, {"generator", "qinfer make-test-model"}, {"seed", std::to_string(seed)}});
+  for (const auto& [name, shape] : shapes)
+    for (const GeneratedTensor& t : checkpoint_tensors(name, shape, config, seed, true, pool))
+      writer.write(t.header.name, t.bytes);
+  writer.finish();
 
   if (tokenizer_dir) {
     bool copied = false;
@@ -162,27 +219,33 @@ void write_test_model(const std::filesystem::path& dir, const ModelConfig& confi
 }
 
 LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPool* pool, ProgressReporter* progress) {
-  auto buffers = std::make_shared<std::map<std::string, std::vector<uint16_t>>>();
+  auto buffers = std::make_shared<std::map<std::string, std::vector<std::byte>>>();
   std::map<std::string, TensorView> views;
   for (const auto& [name, shape] : qwen3_tensor_shapes(config)) {
-    auto& buf = (*buffers)[name];
-    buf.resize(element_count(shape));
-    generate_test_tensor(name, shape, config, seed, buf, pool);
-    TensorView v;
-    v.name = name;
-    v.dtype = DType::kBF16;
-    v.shape = shape;
-    v.data = reinterpret_cast<const std::byte*>(buf.data());
-    v.num_bytes = buf.size() * 2;
-    v.file = "<dummy weights>";
-    views[name] = v;
-    if (progress) progress->advance(static_cast<int64_t>(v.num_bytes));
+    for (GeneratedTensor& t : checkpoint_tensors(name, shape, config, seed, true, pool)) {
+      auto& buf = (*buffers)[t.header.name];
+      buf = std::move(t.bytes);
+      TensorView v;
+      v.name = t.header.name;
+      v.dtype = t.header.dtype;
+      v.shape = t.header.shape;
+      v.data = buf.data();
+      v.num_bytes = buf.size();
+      v.file = "<dummy weights>";
+      views[v.name] = v;
+    }
+    if (progress) progress->advance(static_cast<int64_t>(element_count(shape) * 2));  // its bf16 source
   }
   LoadedModel m;
   m.config = config;
-  m.weights = bind_qwen3_weights(
-      config, [&](const std::string& n) { return views.at(n); },
-      [&](const std::string& n) { return views.count(n) != 0; });
+  TensorSource source{"<dummy weights>", [&](const std::string& n) { return views.at(n); },
+                      [&](const std::string& n) { return views.count(n) != 0; },
+                      [&] {
+                        std::vector<std::string> names;
+                        for (const auto& [n, v] : views) names.push_back(n);
+                        return names;
+                      }};
+  m.weights = bind_qwen3_weights(config, source);
   m.storage = buffers;
   return m;
 }

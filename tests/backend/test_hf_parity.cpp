@@ -1,7 +1,10 @@
 // The CPU backend against Hugging Face transformers (fp32, eager attention) on generated test models.
 // References: tests/data/hf_reference/*.json, made by tools/hf_reference.py on the GPU test machine; and with the fp8
 // KV cache tests/data/fp8_reference/tiny.json, made by tools/fp8_reference.py (numpy: transformers' forward with K/V
-// rounded to E4M3 as the cache stores them; it reproduces hf_reference/tiny.json without the rounding).
+// rounded to E4M3 as the cache stores them; it reproduces hf_reference/tiny.json without the rounding). Quantized
+// checkpoints (make-test-model --quantization) against tests/data/quant_reference, made by tools/quant_reference.py:
+// that forward on the checkpoint dequantized by numpy, and, once run on the GPU machine, transformers on the same
+// weights (the -transformers files; the cases report as skipped until they exist).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,6 +29,8 @@ struct ParityCase {
   // before the rounding moves the reference's own top-5 log-probabilities by up to 1e-2 on these prompts, while the
   // fp8 cache itself moves them by 0.09-0.32 (median per prompt) and changes 5 greedy tokens.
   double logprob_tolerance;
+  QuantizationConfig quantization = {};
+  bool made_on_the_gpu_machine = false;  // skipped while the reference file does not exist yet
 };
 
 // gtest prints the parameter in test listings; without this it prints the struct's bytes.
@@ -44,11 +49,19 @@ std::vector<double> log_softmax(std::span<const float> logits) {
 TEST_P(HfParity, GreedyTokensAndTopLogprobsMatch) {
   const ParityCase& param = GetParam();
   const std::string preset = param.preset;
-  auto ref = read_json_file(std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data" / param.reference);
+  const auto reference_path = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data" / param.reference;
+  if (param.made_on_the_gpu_machine && !std::filesystem::exists(reference_path))
+    GTEST_SKIP() << reference_path << " not made yet: tools/quant_reference.py --engine transformers";
+  auto ref = read_json_file(reference_path);
   ASSERT_EQ(ref["preset"].get<std::string>(), preset);
+  ModelConfig config = test_model_preset(preset);
+  config.quantization = param.quantization;
+  if (param.quantization.quantized()) {
+    ASSERT_EQ(ref["quantization"].get<std::string>(), quant_method_name(param.quantization.method));
+  }
   auto dir = std::filesystem::temp_directory_path() / ("qinfer-parity-" + preset + "-" + std::to_string(::getpid()));
   ThreadPool pool(0);
-  write_test_model(dir, test_model_preset(preset), ref["weight_seed"].get<uint64_t>(), std::nullopt, &pool);
+  write_test_model(dir, config, ref["weight_seed"].get<uint64_t>(), std::nullopt, &pool);
   auto model = std::make_shared<LoadedModel>(load_model(dir));
   BackendOptions options;
   options.device = "cpu";
@@ -99,9 +112,19 @@ TEST_P(HfParity, GreedyTokensAndTopLogprobsMatch) {
 
 INSTANTIATE_TEST_SUITE_P(
     Presets, HfParity,
-    ::testing::Values(ParityCase{"Tied", "hf_reference/tiny.json", "tiny", KvCacheDtype::kBf16, 1e-3},
-                      ParityCase{"Untied", "hf_reference/tiny-untied.json", "tiny-untied", KvCacheDtype::kBf16, 1e-3},
-                      ParityCase{"TiedFp8Kv", "fp8_reference/tiny.json", "tiny", KvCacheDtype::kFp8E4m3, 2e-2}),
+    ::testing::Values(
+        ParityCase{"Tied", "hf_reference/tiny.json", "tiny", KvCacheDtype::kBf16, 1e-3},
+        ParityCase{"Untied", "hf_reference/tiny-untied.json", "tiny-untied", KvCacheDtype::kBf16, 1e-3},
+        ParityCase{"TiedFp8Kv", "fp8_reference/tiny.json", "tiny", KvCacheDtype::kFp8E4m3, 2e-2},
+        ParityCase{"Awq", "quant_reference/tiny-awq.json", "tiny", KvCacheDtype::kBf16, 1e-3, awq_quantization(128)},
+        ParityCase{"Gptq", "quant_reference/tiny-gptq.json", "tiny", KvCacheDtype::kBf16, 1e-3, gptq_quantization(128)},
+        ParityCase{"Fp8", "quant_reference/tiny-fp8.json", "tiny", KvCacheDtype::kBf16, 1e-3, fp8_block_quantization()},
+        ParityCase{"AwqTransformers", "quant_reference/tiny-awq-transformers.json", "tiny", KvCacheDtype::kBf16, 1e-3,
+                   awq_quantization(128), true},
+        ParityCase{"GptqTransformers", "quant_reference/tiny-gptq-transformers.json", "tiny", KvCacheDtype::kBf16, 1e-3,
+                   gptq_quantization(128), true},
+        ParityCase{"Fp8Transformers", "quant_reference/tiny-fp8-transformers.json", "tiny", KvCacheDtype::kBf16, 1e-3,
+                   fp8_block_quantization(), true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -44,8 +44,8 @@ TEST_F(TestModel, DummyWeightsEqualTheWrittenCheckpoint) {
   write_test_model(dir_, config, 9, std::nullopt, nullptr);
   LoadedModel from_file = load_model(dir_);
   LoadedModel dummy = make_dummy_model(config, 9, nullptr);
-  const TensorView& a = from_file.weights.layers[2].down_proj;
-  const TensorView& b = dummy.weights.layers[2].down_proj;
+  const TensorView& a = from_file.weights.layers[2].down_proj.dense();
+  const TensorView& b = dummy.weights.layers[2].down_proj.dense();
   ASSERT_EQ(a.num_bytes, b.num_bytes);
   EXPECT_EQ(std::memcmp(a.data, b.data, a.num_bytes), 0);
   EXPECT_EQ(std::memcmp(from_file.weights.lm_head.data, dummy.weights.lm_head.data, a.num_bytes), 0);
@@ -56,7 +56,7 @@ TEST_F(TestModel, TiedModelsShareTheEmbeddingAsLmHead) {
   LoadedModel m = load_model(dir_);
   EXPECT_EQ(m.weights.lm_head.data, m.weights.embed_tokens.data);
   EXPECT_EQ(m.weights.layers.size(), 4u);
-  EXPECT_EQ(m.weights.layers[0].q_proj.shape, (std::vector<int64_t>{512, 256}));
+  EXPECT_EQ(m.weights.layers[0].q_proj.dense().shape, (std::vector<int64_t>{512, 256}));
 }
 
 TEST(TestModelPresets, UnknownPresetIsRefused) { EXPECT_THROW(test_model_preset("70b"), Error); }

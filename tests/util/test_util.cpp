@@ -35,6 +35,28 @@ TEST(Half, Fp16DecodesNormalsSubnormalsAndSpecials) {
   EXPECT_EQ(std::signbit(fp16_to_float(0x8000)), true);
 }
 
+TEST(Half, Fp16EncodesEveryValueBackAndRoundsToNearestEven) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    const float value = fp16_to_float(bits);
+    if (std::isnan(value)) {
+      EXPECT_TRUE(std::isnan(fp16_to_float(float_to_fp16(value))));
+      continue;
+    }
+    ASSERT_EQ(float_to_fp16(value), bits) << std::hex << h;
+    // Halfway to the next value up (in magnitude): ties go to the even code.
+    const uint16_t next = static_cast<uint16_t>(bits + 1);
+    if ((bits & 0x7fffu) >= 0x7bffu) continue;
+    const double halfway = (static_cast<double>(value) + fp16_to_float(next)) / 2;
+    ASSERT_EQ(float_to_fp16(static_cast<float>(halfway)), (bits & 1u) ? next : bits) << std::hex << h;
+  }
+  EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);  // rounds past the largest finite value
+  EXPECT_EQ(float_to_fp16(65519.0f), 0x7bff);
+  EXPECT_EQ(float_to_fp16(0x1p-25f), 0x0000);  // half the smallest subnormal: ties to even (zero)
+  EXPECT_EQ(float_to_fp16(0x1.8p-25f), 0x0001);
+  EXPECT_EQ(float_to_fp16(-1e-30f), 0x8000);
+}
+
 TEST(ThreadPool, CoversTheRangeExactlyOnce) {
   ThreadPool pool(4);
   for (size_t n : {0ul, 1ul, 3ul, 4ul, 1000ul}) {

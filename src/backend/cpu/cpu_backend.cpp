@@ -17,10 +17,12 @@ constexpr int64_t kDefaultKvBytes = int64_t{2} << 30;
 int64_t weight_bytes(const Qwen3Weights& w) {
   int64_t bytes = static_cast<int64_t>(w.embed_tokens.num_bytes + w.final_norm.num_bytes);
   if (w.lm_head.data != w.embed_tokens.data) bytes += static_cast<int64_t>(w.lm_head.num_bytes);
-  for (const Qwen3LayerWeights& l : w.layers)
-    for (const TensorView* t : {&l.input_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_norm, &l.k_norm, &l.o_proj,
-                                &l.post_attn_norm, &l.gate_proj, &l.up_proj, &l.down_proj})
+  for (const Qwen3LayerWeights& l : w.layers) {
+    for (const TensorView* t : {&l.input_norm, &l.q_norm, &l.k_norm, &l.post_attn_norm})
       bytes += static_cast<int64_t>(t->num_bytes);
+    for (const LinearWeight* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      bytes += static_cast<int64_t>(t->stored_bytes());
+  }
   return bytes;
 }
 

@@ -37,6 +37,9 @@ void load_weight_row(const TensorView& weight, int64_t row, float* out) {
     case DType::kF32:
       std::memcpy(out, reinterpret_cast<const float*>(weight.data) + offset, static_cast<size_t>(cols) * 4);
       break;
+    case DType::kF8E4M3:
+    case DType::kI32:
+      QINFER_CHECK(false, "dense weights are BF16, F16 or F32 (checked when binding)");
   }
 }
 
@@ -74,6 +77,23 @@ void linear(ThreadPool& pool, const float* x, int num_tokens, const TensorView& 
     std::vector<float> row(static_cast<size_t>(k));
     for (size_t n = begin; n < end; ++n) {
       load_weight_row(w, static_cast<int64_t>(n), row.data());
+      for (int t = 0; t < num_tokens; ++t)
+        y[static_cast<size_t>(t) * static_cast<size_t>(n_out) + n] = dot(x + static_cast<size_t>(t) * k, row.data(), k);
+    }
+  });
+}
+
+void linear(ThreadPool& pool, const float* x, int num_tokens, const LinearWeight& w, float* y) {
+  if (w.format() == WeightFormat::kDense) {
+    linear(pool, x, num_tokens, w.dense(), y);
+    return;
+  }
+  const int64_t n_out = w.out_features;
+  const int k = static_cast<int>(w.in_features);
+  pool.parallel_for(static_cast<size_t>(n_out), [&](size_t begin, size_t end) {
+    std::vector<float> row(static_cast<size_t>(k));
+    for (size_t n = begin; n < end; ++n) {
+      dequantize_linear_rows(w, static_cast<int64_t>(n), 1, row.data());
       for (int t = 0; t < num_tokens; ++t)
         y[static_cast<size_t>(t) * static_cast<size_t>(n_out) + n] = dot(x + static_cast<size_t>(t) * k, row.data(), k);
     }

@@ -1,11 +1,12 @@
-// fp32 building blocks of the CPU reference forward pass. Weights stay in their checkpoint dtype (bf16/f16/f32) and
-// are widened to fp32 on the fly. Every output element is computed independently of the batch size, which keeps the
-// CPU backend batch-invariant.
+// fp32 building blocks of the CPU reference forward pass. Weights stay in their checkpoint format (bf16/f16/f32, or
+// AWQ / GPTQ / FP8 linears) and are widened or dequantized to fp32 on the fly. Every output element is computed
+// independently of the batch size, which keeps the CPU backend batch-invariant.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
+#include "model/linear_weight.h"
 #include "model/safetensors.h"
 #include "util/thread_pool.h"
 
@@ -16,6 +17,9 @@ void load_weight_row(const TensorView& weight, int64_t row, float* out);
 
 // y[t, n] = sum_k x[t, k] * w[n, k].  x: [num_tokens, K], w: [N, K], y: [num_tokens, N].
 void linear(ThreadPool& pool, const float* x, int num_tokens, const TensorView& w, float* y);
+// The same over a linear in any checkpoint format: quantized rows are dequantized to fp32 (dequantize_linear_rows),
+// one at a time, and the activations stay fp32.
+void linear(ThreadPool& pool, const float* x, int num_tokens, const LinearWeight& w, float* y);
 
 // y[t] = x[t] * rsqrt(mean(x[t]^2) + eps) * weight, over `dim` elements per row, `rows` rows. x may equal y.
 void rms_norm(const float* x, const TensorView& weight, int rows, int dim, float eps, float* y);

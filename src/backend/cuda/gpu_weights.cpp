@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_check.h"
+#include "util/error.h"
 #include "util/half.h"
 #include "util/logging.h"
 #include "util/progress.h"
@@ -39,6 +40,9 @@ void convert_to_bf16(const TensorView& view, size_t first, size_t count, uint16_
       for (size_t i = 0; i < count; ++i) out[i] = float_to_bf16(src[i]);
       break;
     }
+    case DType::kF8E4M3:
+    case DType::kI32:
+      QINFER_CHECK(false, "only dense tensors are uploaded (quantized models are refused in upload_weights)");
   }
 }
 
@@ -85,6 +89,10 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   const auto start = std::chrono::steady_clock::now();
   const ModelConfig& c = model.config;
   const Qwen3Weights& w = model.weights;
+  if (has_quantized_linears(w))
+    throw Error(ErrorKind::kUnsupported,
+                "the CUDA backend has no kernels for " + std::string(quant_method_name(c.quantization.method)) +
+                    " weights yet; run this model with --device cpu (the fp32 reference backend)");
   std::vector<UploadItem> items;
   size_t total = 0;
   // Packs the tensors given one after another (as bf16) and returns where the first one starts.
@@ -110,13 +118,13 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   for (const Qwen3LayerWeights& l : w.layers) {
     LayerOffsets o;
     o.input_norm = place({&l.input_norm});
-    o.qkv = place({&l.q_proj, &l.k_proj, &l.v_proj});
+    o.qkv = place({&l.q_proj.dense(), &l.k_proj.dense(), &l.v_proj.dense()});
     o.q_norm = place({&l.q_norm});
     o.k_norm = place({&l.k_norm});
-    o.o_proj = place({&l.o_proj});
+    o.o_proj = place({&l.o_proj.dense()});
     o.post_attn_norm = place({&l.post_attn_norm});
-    o.gate_up = place({&l.gate_proj, &l.up_proj});
-    o.down = place({&l.down_proj});
+    o.gate_up = place({&l.gate_proj.dense(), &l.up_proj.dense()});
+    o.down = place({&l.down_proj.dense()});
     layer_offsets.push_back(o);
   }
 

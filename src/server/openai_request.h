@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "chat_template/chat_template.h"
 #include "engine/request.h"
 #include "model/config.h"
-#include "tokenizer/chat_template.h"
 
 namespace qinfer::server {
 

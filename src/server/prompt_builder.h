@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/chat_template.h"
+#include "chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qinfer::server {

@@ -1,9 +1,9 @@
-#include "tokenizer/jinja/lexer.h"
+#include "chat_template/jinja/lexer.h"
 
 #include <charconv>
 #include <cstdlib>
 
-#include "tokenizer/jinja/utf8_text.h"
+#include "chat_template/jinja/utf8_text.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat_template/chat_template.h"
 #include "chat_template_test_data.h"
-#include "tokenizer/chat_template.h"
 
 namespace qinfer {
 namespace {

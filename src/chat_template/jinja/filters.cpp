@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/python_format.h"
-#include "tokenizer/jinja/utf8_text.h"
+#include "chat_template/jinja/builtins.h"
+#include "chat_template/jinja/interpreter.h"
+#include "chat_template/jinja/python_format.h"
+#include "chat_template/jinja/utf8_text.h"
 #include "util/html_escape.h"
 
 namespace qinfer::jinja {

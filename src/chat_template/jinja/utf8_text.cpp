@@ -1,4 +1,4 @@
-#include "tokenizer/jinja/utf8_text.h"
+#include "chat_template/jinja/utf8_text.h"
 
 #include <utf8proc.h>
 

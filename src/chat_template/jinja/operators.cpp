@@ -2,8 +2,8 @@
 #include <cmath>
 #include <string>
 
-#include "tokenizer/jinja/builtins.h"
-#include "tokenizer/jinja/utf8_text.h"
+#include "chat_template/jinja/builtins.h"
+#include "chat_template/jinja/utf8_text.h"
 
 namespace qinfer::jinja {
 

@@ -4,9 +4,9 @@
 
 #include <random>
 
+#include "chat_template/chat_template.h"
+#include "chat_template/jinja/template.h"
 #include "chat_template_test_data.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/jinja/template.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {

@@ -4,7 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "tokenizer/jinja/builtins.h"
+#include "chat_template/jinja/builtins.h"
 
 namespace qinfer::jinja {
 

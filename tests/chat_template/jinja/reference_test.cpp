@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "chat_template/chat_template.h"
 #include "chat_template_test_data.h"
-#include "tokenizer/chat_template.h"
 #include "util/error.h"
 
 namespace qinfer {

@@ -1,4 +1,4 @@
-#include "tokenizer/jinja/python_format.h"
+#include "chat_template/jinja/python_format.h"
 
 #include <utf8proc.h>
 
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/jinja/utf8_text.h"
-#include "tokenizer/jinja/value.h"
+#include "chat_template/jinja/utf8_text.h"
+#include "chat_template/jinja/value.h"
 
 namespace qinfer::jinja {
 

@@ -1,7 +1,7 @@
-#include "tokenizer/jinja/template.h"
+#include "chat_template/jinja/template.h"
 
-#include "tokenizer/jinja/lexer.h"
-#include "tokenizer/jinja/parser.h"
+#include "chat_template/jinja/lexer.h"
+#include "chat_template/jinja/parser.h"
 
 namespace qinfer::jinja {
 

@@ -3,8 +3,8 @@
 // (tests/data/chat_templates/snippet_references.json, made by tools/chat_template_reference.py --snippets).
 #include <gtest/gtest.h>
 
+#include "chat_template/jinja/template.h"
 #include "chat_template_test_data.h"
-#include "tokenizer/jinja/template.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/lexer.h"
+#include "chat_template/jinja/ast.h"
+#include "chat_template/jinja/lexer.h"
 
 namespace qinfer::jinja {
 

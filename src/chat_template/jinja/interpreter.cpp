@@ -1,8 +1,8 @@
-#include "tokenizer/jinja/interpreter.h"
+#include "chat_template/jinja/interpreter.h"
 
 #include <stdexcept>
 
-#include "tokenizer/jinja/builtins.h"
+#include "chat_template/jinja/builtins.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {

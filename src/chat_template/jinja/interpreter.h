@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tokenizer/jinja/ast.h"
-#include "tokenizer/jinja/scope.h"
+#include "chat_template/jinja/ast.h"
+#include "chat_template/jinja/scope.h"
 
 namespace qinfer::jinja {
 

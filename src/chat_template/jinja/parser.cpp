@@ -1,9 +1,9 @@
-#include "tokenizer/jinja/parser.h"
+#include "chat_template/jinja/parser.h"
 
 #include <initializer_list>
 #include <string_view>
 
-#include "tokenizer/jinja/builtins.h"
+#include "chat_template/jinja/builtins.h"
 #include "util/error.h"
 
 namespace qinfer::jinja {

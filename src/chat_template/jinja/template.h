@@ -17,8 +17,8 @@
 #include <string>
 #include <string_view>
 
-#include "tokenizer/jinja/interpreter.h"
-#include "tokenizer/jinja/value.h"
+#include "chat_template/jinja/interpreter.h"
+#include "chat_template/jinja/value.h"
 
 namespace qinfer::jinja {
 

@@ -1,6 +1,6 @@
-#include "tokenizer/jinja/value.h"
+#include "chat_template/jinja/value.h"
 
-#include "tokenizer/jinja/python_format.h"
+#include "chat_template/jinja/python_format.h"
 
 namespace qinfer::jinja {
 

@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-#include "tokenizer/jinja/value.h"
+#include "chat_template/jinja/value.h"
 
 namespace qinfer::jinja {
 

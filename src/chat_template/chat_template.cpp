@@ -1,9 +1,9 @@
-#include "tokenizer/chat_template.h"
+#include "chat_template/chat_template.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "tokenizer/jinja/template.h"
+#include "chat_template/jinja/template.h"
 #include "util/error.h"
 
 namespace qinfer {

@@ -3,15 +3,13 @@
 #include <algorithm>
 
 #include "tokenizer/unicode_classes.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {
 
 char32_t last_char(std::string_view text) {
-  size_t pos = text.size();
-  while (pos > 0 && (static_cast<unsigned char>(text[pos - 1]) & 0xC0) == 0x80) --pos;
-  if (pos > 0) --pos;
+  size_t pos = utf8::previous_start(text, text.size());
   return utf8::decode_valid(text, pos);
 }
 
@@ -19,8 +17,7 @@ char32_t last_char(std::string_view text) {
 size_t trailing_space_start(std::string_view text) {
   size_t end = text.size();
   while (end > 0) {
-    size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
+    const size_t begin = utf8::previous_start(text, end);
     size_t pos = begin;
     if (!unicode::is_white_space(utf8::decode_valid(text, pos))) break;
     end = begin;

@@ -3,7 +3,7 @@
 #include "tokenizer/byte_hash.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode_classes.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

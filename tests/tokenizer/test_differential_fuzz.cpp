@@ -11,7 +11,7 @@
 
 #include "test_assets.h"
 #include "tokenizer/unicode_classes.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

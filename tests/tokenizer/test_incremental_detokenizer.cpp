@@ -5,7 +5,7 @@
 #include "test_assets.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

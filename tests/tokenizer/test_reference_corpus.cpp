@@ -8,7 +8,7 @@
 
 #include "test_assets.h"
 #include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

@@ -4,8 +4,8 @@
 
 #include "test_assets.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

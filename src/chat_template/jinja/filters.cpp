@@ -10,6 +10,7 @@
 #include "chat_template/jinja/python_format.h"
 #include "chat_template/jinja/utf8_text.h"
 #include "util/html_escape.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -263,7 +264,7 @@ Value title_words(const std::string& text) {
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t start = pos;
-    const char32_t cp = decode_utf8(text, pos);
+    const char32_t cp = utf8::decode_lenient(text, pos);
     const std::string piece = text.substr(start, pos - start);
     const bool separator = is_python_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
     if (separator) {
@@ -283,7 +284,7 @@ int64_t count_words(const std::string& text) {
   bool in_word = false;
   size_t pos = 0;
   while (pos < text.size()) {
-    const char32_t cp = decode_utf8(text, pos);
+    const char32_t cp = utf8::decode_lenient(text, pos);
     const bool word_char = cp == '_' || is_alphanumeric(cp);
     words += word_char && !in_word;
     in_word = word_char;

@@ -5,6 +5,7 @@
 
 #include "chat_template/jinja/utf8_text.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -72,7 +73,7 @@ std::string decode_string_literal(std::string_view body, int line) {
       }
       if (cp > 0x10FFFF) syntax_error(line, "escape beyond U+10FFFF in string literal");
       i += digits;
-      append_utf8(cp, out);
+      utf8::append(out, cp);
     };
     switch (e) {
       case '\n':
@@ -118,7 +119,7 @@ std::string decode_string_literal(std::string_view body, int line) {
           for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7'; ++k) {
             cp = cp * 8 + static_cast<uint32_t>(body[++i] - '0');
           }
-          append_utf8(cp, out);
+          utf8::append(out, cp);
         } else {
           out += '\\';  // Python keeps unknown escapes as written
           out += e;

@@ -5,6 +5,7 @@
 
 #include "chat_template/jinja/builtins.h"
 #include "chat_template/jinja/utf8_text.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -55,7 +56,7 @@ Value split_on_whitespace(std::string_view text, int64_t limit) {
   while (true) {
     while (pos < text.size()) {
       size_t next = pos;
-      if (!is_python_space(decode_utf8(text, next))) break;
+      if (!is_python_space(utf8::decode_lenient(text, next))) break;
       pos = next;
     }
     if (pos >= text.size()) break;
@@ -67,7 +68,7 @@ Value split_on_whitespace(std::string_view text, int64_t limit) {
     size_t end = pos;
     while (end < text.size()) {
       size_t next = end;
-      if (is_python_space(decode_utf8(text, next))) break;
+      if (is_python_space(utf8::decode_lenient(text, next))) break;
       end = next;
     }
     parts.push_back(Value::string(std::string(text.substr(pos, end - pos))));
@@ -126,9 +127,7 @@ bool affix_matches(const std::string& text, const Value& affix, bool prefix) {
 }
 
 int64_t code_point_index(const std::string& text, size_t byte_offset) {
-  int64_t index = 0;
-  for (size_t i = 0; i < byte_offset; ++i) index += (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
-  return index;
+  return static_cast<int64_t>(utf8::count_code_points(std::string_view(text).substr(0, byte_offset)));
 }
 
 template <typename Predicate>
@@ -136,7 +135,7 @@ Value all_code_points(const std::string& text, Predicate predicate) {
   if (text.empty()) return Value::boolean(false);
   size_t pos = 0;
   while (pos < text.size()) {
-    if (!predicate(decode_utf8(text, pos))) return Value::boolean(false);
+    if (!predicate(utf8::decode_lenient(text, pos))) return Value::boolean(false);
   }
   return Value::boolean(true);
 }
@@ -252,7 +251,7 @@ Value string_method(const std::string& text, std::string_view name, const CallAr
     size_t pos = 0;
     while (pos < text.size()) {
       const size_t start = pos;
-      decode_utf8(text, pos);
+      utf8::decode_lenient(text, pos);
       const std::string piece = text.substr(start, pos - start);
       const std::string upper = to_upper(piece);
       out += upper != piece ? upper : to_lower(piece);

@@ -9,6 +9,7 @@
 
 #include "chat_template/jinja/utf8_text.h"
 #include "chat_template/jinja/value.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -58,7 +59,7 @@ void append_json_string(std::string_view text, bool ensure_ascii, std::string& o
     const unsigned char c = static_cast<unsigned char>(text[pos]);
     if (c >= 0x80) {
       const size_t start = pos;
-      const char32_t cp = decode_utf8(text, pos);
+      const char32_t cp = utf8::decode_lenient(text, pos);
       if (!ensure_ascii) {
         out.append(text.substr(start, pos - start));
       } else if (cp >= 0x10000) {  // UTF-16 surrogate pair, as Python writes it
@@ -275,7 +276,7 @@ void append_python_string_repr(std::string_view text, std::string& out) {
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t start = pos;
-    const char32_t cp = decode_utf8(text, pos);
+    const char32_t cp = utf8::decode_lenient(text, pos);
     if (cp == static_cast<char32_t>(quote) || cp == '\\') {
       out += '\\';
       out += static_cast<char>(cp);

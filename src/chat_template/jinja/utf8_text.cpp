@@ -2,61 +2,9 @@
 
 #include <utf8proc.h>
 
+#include "util/utf8.h"
+
 namespace qinfer::jinja {
-
-char32_t decode_utf8(std::string_view text, size_t& pos) {
-  const auto lead = static_cast<unsigned char>(text[pos]);
-  size_t length = 0;
-  char32_t cp = 0;
-  if (lead < 0x80) {
-    ++pos;
-    return lead;
-  } else if ((lead & 0xE0) == 0xC0) {
-    length = 2;
-    cp = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3;
-    cp = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4;
-    cp = lead & 0x07;
-  } else {
-    ++pos;
-    return lead;
-  }
-  if (pos + length > text.size()) {
-    ++pos;
-    return lead;
-  }
-  for (size_t i = 1; i < length; ++i) {
-    const auto c = static_cast<unsigned char>(text[pos + i]);
-    if ((c & 0xC0) != 0x80) {
-      ++pos;
-      return lead;
-    }
-    cp = (cp << 6) | (c & 0x3F);
-  }
-  pos += length;
-  return cp;
-}
-
-void append_utf8(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 bool is_python_space(char32_t cp) {
   if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F) || cp == 0x85) return true;
@@ -84,7 +32,7 @@ std::vector<size_t> code_point_offsets(std::string_view text) {
   size_t pos = 0;
   while (pos < text.size()) {
     offsets.push_back(pos);
-    decode_utf8(text, pos);
+    utf8::decode_lenient(text, pos);
   }
   offsets.push_back(text.size());
   return offsets;
@@ -99,12 +47,12 @@ std::string map_code_points(std::string_view text, Map map) {
   size_t pos = 0;
   while (pos < text.size()) {
     const size_t start = pos;
-    const char32_t cp = decode_utf8(text, pos);
+    const char32_t cp = utf8::decode_lenient(text, pos);
     const char32_t mapped = map(cp);
     if (mapped == cp) {
       out.append(text.substr(start, pos - start));
     } else {
-      append_utf8(mapped, out);
+      utf8::append(out, mapped);
     }
   }
   return out;
@@ -125,7 +73,7 @@ bool is_cased_letter(char32_t cp) { return upper_of(cp) != cp || lower_of(cp) !=
 bool in_chars(char32_t cp, const std::string& chars) {
   size_t pos = 0;
   while (pos < chars.size()) {
-    if (decode_utf8(chars, pos) == cp) return true;
+    if (utf8::decode_lenient(chars, pos) == cp) return true;
   }
   return false;
 }
@@ -159,7 +107,7 @@ std::string_view strip(std::string_view text, const std::string* chars, StripSid
   if (side != StripSide::kRight) {
     while (begin < text.size()) {
       size_t next = begin;
-      if (!strippable(decode_utf8(text, next))) break;
+      if (!strippable(utf8::decode_lenient(text, next))) break;
       begin = next;
     }
   }
@@ -167,9 +115,9 @@ std::string_view strip(std::string_view text, const std::string* chars, StripSid
   if (side != StripSide::kLeft) {
     while (end > begin) {
       size_t start = end - 1;
-      while (start > begin && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
+      while (start > begin && utf8::is_continuation_byte(text[start])) --start;
       size_t next = start;
-      const char32_t cp = decode_utf8(text, next);
+      const char32_t cp = utf8::decode_lenient(text, next);
       if (next != end || !strippable(cp)) break;
       end = start;
     }

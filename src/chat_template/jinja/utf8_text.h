@@ -7,10 +7,8 @@
 
 namespace qinfer::jinja {
 
-// Decodes the code point at `pos` and advances past it. A malformed byte decodes as itself (one byte), so text that
-// is not valid UTF-8 still round-trips byte for byte.
-char32_t decode_utf8(std::string_view text, size_t& pos);
-void append_utf8(char32_t cp, std::string& out);
+// Code points are read with utf8::decode_lenient (util/utf8.h): a malformed byte reads as itself, so text that is not
+// valid UTF-8 still round-trips byte for byte.
 
 // Python's str.isspace() for one code point.
 bool is_python_space(char32_t cp);

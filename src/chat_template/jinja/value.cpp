@@ -1,6 +1,7 @@
 #include "chat_template/jinja/value.h"
 
 #include "chat_template/jinja/python_format.h"
+#include "util/utf8.h"
 
 namespace qinfer::jinja {
 
@@ -11,12 +12,8 @@ const std::string& empty_text() {
   return kEmpty;
 }
 
-// Number of code points in UTF-8 text (Python's len of a str); stray continuation bytes count as one each.
-int64_t count_code_points(const std::string& text) {
-  int64_t count = 0;
-  for (unsigned char c : text) count += (c & 0xC0) != 0x80;
-  return count;
-}
+// Number of code points in UTF-8 text (Python's len of a str), counted as slicing counts them.
+int64_t count_code_points(const std::string& text) { return static_cast<int64_t>(utf8::count_code_points(text)); }
 
 void append_sequence_repr(const ValueList& items, char open, char close, bool is_tuple, std::string& out) {
   out += open;

@@ -1,6 +1,7 @@
-// UTF-8 helpers shared by the tokenizer: decoding code points, encoding them, and the one documented policy for
-// invalid input — each maximal invalid subsequence becomes U+FFFD, exactly as Rust's String::from_utf8_lossy does
-// (so HF tokenizers' decode and ours agree byte for byte).
+// The one UTF-8 codec of the project: decoding code points, encoding them, and the documented policies for invalid
+// input — the tokenizer replaces each maximal invalid subsequence by U+FFFD, exactly as Rust's
+// String::from_utf8_lossy does (so HF tokenizers' decode and ours agree byte for byte); the chat-template
+// interpreter reads an invalid byte as one code point of its own value (`decode_lenient`), so any text round-trips.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,27 @@ inline char32_t decode_valid(std::string_view text, size_t& pos) {
   pos += 4;
   return cp;
 }
+
+inline bool is_continuation_byte(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
+
+// Start of the code point that ends at text[pos - 1] in valid text (pos > 0): steps back over continuation bytes.
+inline size_t previous_start(std::string_view text, size_t pos) {
+  do --pos;
+  while (pos > 0 && is_continuation_byte(text[pos]));
+  return pos;
+}
+
+// Decodes the code point at text[pos] of any text and advances pos: a valid sequence gives its code point, any other
+// byte gives its own value and advances by one.
+inline char32_t decode_lenient(std::string_view text, size_t& pos) {
+  if (static_cast<unsigned char>(text[pos]) < 0x80 || valid_sequence_length(text, pos) != 0) {
+    return decode_valid(text, pos);
+  }
+  return static_cast<unsigned char>(text[pos++]);
+}
+
+// Number of decode_lenient steps over text (the code points of valid text).
+size_t count_code_points(std::string_view text);
 
 // Appends the UTF-8 encoding of cp (which must be a Unicode scalar value).
 void append(std::string& out, char32_t cp);

@@ -2,7 +2,10 @@
 // strings follow the Unicode Standard's worked example (Table 3-8 in chapter 3).
 #include <gtest/gtest.h>
 
-#include "tokenizer/utf8.h"
+#include <string>
+#include <vector>
+
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {
@@ -38,6 +41,26 @@ TEST(Utf8, StablePrefixHoldsBackAnIncompleteCharacter) {
   EXPECT_EQ(utf8::stable_prefix_length("ab\xF0\x9F\x98"), 2u);
   EXPECT_EQ(utf8::stable_prefix_length("ab\xE4\x41"), 4u);  // already invalid: nothing to wait for
   EXPECT_EQ(utf8::stable_prefix_length("\x80"), 1u);
+}
+
+TEST(Utf8, LenientDecodingReadsAnInvalidByteAsItself) {
+  const std::string text = "a\xC3\xA9\xFF\xED\xA0\x80\xE4\xB8\xAD";  // a é, a stray byte, CESU-8 U+D800, 中
+  std::vector<char32_t> code_points;
+  size_t pos = 0;
+  while (pos < text.size()) code_points.push_back(utf8::decode_lenient(text, pos));
+  EXPECT_EQ(code_points, (std::vector<char32_t>{'a', 0xE9, 0xFF, 0xED, 0xA0, 0x80, 0x4E2D}));
+  EXPECT_EQ(utf8::count_code_points(text), code_points.size());
+  EXPECT_EQ(utf8::count_code_points(""), 0u);
+}
+
+TEST(Utf8, PreviousStartStepsBackOneCodePoint) {
+  const std::string text = "a\xE4\xB8\xAD\xF0\x9F\x98\x80";  // a 中 😀
+  EXPECT_EQ(utf8::previous_start(text, text.size()), 4u);
+  EXPECT_EQ(utf8::previous_start(text, 4), 1u);
+  EXPECT_EQ(utf8::previous_start(text, 1), 0u);
+  std::string encoded;
+  for (char32_t cp : {U'a', U'\u00E9', U'\u4E2D', U'\U0001F600'}) utf8::append(encoded, cp);
+  EXPECT_EQ(encoded, "a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer::utf8 {
 namespace {
@@ -89,6 +89,16 @@ bool is_valid(std::string_view text) {
     pos += length;
   }
   return true;
+}
+
+size_t count_code_points(std::string_view text) {
+  size_t count = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    decode_lenient(text, pos);
+    ++count;
+  }
+  return count;
 }
 
 std::string to_valid_lossy(std::string_view text) {

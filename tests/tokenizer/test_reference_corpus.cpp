@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "test_assets.h"
+#include "testing/tokenizer_assets.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "util/utf8.h"
 

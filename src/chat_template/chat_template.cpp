@@ -1,5 +1,6 @@
 #include "chat_template/chat_template.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -47,8 +48,17 @@ nlohmann::ordered_json read_config(const std::filesystem::path& path) {
   }
 }
 
+// Names chat_template_kwargs may not set: the inputs themselves, and the special-token names of HF's tokenizer (which
+// apply_chat_template would let kwargs override), so a client cannot redefine a control token the template prints.
+bool reserved_variable(const std::string& name) {
+  static constexpr std::string_view kReserved[] = {"messages",  "tools",     "documents",  "add_generation_prompt",
+                                                   "bos_token", "eos_token", "unk_token",  "sep_token",
+                                                   "pad_token", "cls_token", "mask_token", "additional_special_tokens"};
+  return std::find(std::begin(kReserved), std::end(kReserved), name) != std::end(kReserved);
+}
+
 // The template's variables, as apply_chat_template passes them: messages, tools, documents,
-// add_generation_prompt, the special tokens, then the caller's kwargs (which may override the special tokens).
+// add_generation_prompt, the special tokens, then the caller's kwargs.
 jinja::Value::Dict template_variables(const ChatTemplateInputs& inputs, const std::string& bos_token,
                                       const std::string& eos_token) {
   if (!inputs.extra_kwargs.is_object() && !inputs.extra_kwargs.is_null()) {
@@ -64,7 +74,7 @@ jinja::Value::Dict template_variables(const ChatTemplateInputs& inputs, const st
   if (!eos_token.empty()) variables.emplace_back(jinja::Value::string("eos_token"), jinja::Value::string(eos_token));
   if (inputs.extra_kwargs.is_object()) {
     for (const auto& [name, value] : inputs.extra_kwargs.items()) {
-      if (name == "messages" || name == "tools" || name == "documents" || name == "add_generation_prompt") {
+      if (reserved_variable(name)) {
         throw Error(ErrorKind::kInvalidArgument, "chat_template_kwargs may not set '" + name + "'");
       }
       variables.emplace_back(jinja::Value::string(name), jinja::Value::from_json(value));

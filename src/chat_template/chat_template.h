@@ -33,7 +33,8 @@ class ChatTemplate {
                                   const std::string& eos_token = "");
 
   // Throws Error(kInvalidArgument) for raise_exception() in the template or a render error, naming the line, and
-  // for extra_kwargs that are not an object or that redefine messages/tools/add_generation_prompt.
+  // for extra_kwargs that are not an object or that set messages/tools/documents/add_generation_prompt or a special
+  // token name (bos_token, eos_token, ...).
   std::string render(const ChatTemplateInputs& inputs) const;
 
   ChatTemplate(ChatTemplate&&) noexcept;

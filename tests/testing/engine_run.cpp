@@ -1,4 +1,4 @@
-#include "engine_run.h"
+#include "testing/engine_run.h"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-#include "fake_backend.h"
+#include "testing/fake_backend.h"
 
 #include <algorithm>
 #include <map>

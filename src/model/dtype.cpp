@@ -2,18 +2,6 @@
 
 namespace qinfer {
 
-size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return 4;
-    case DType::kF16:
-      return 2;
-    case DType::kBF16:
-      return 2;
-  }
-  return 0;
-}
-
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF32:

@@ -103,8 +103,7 @@ class Value {
   const Function& function_object() const { return *static_cast<const Function*>(payload_.get()); }
   // Generators are consumed by iteration, so their state is mutable too.
   Generator& generator_state() const { return *const_cast<Generator*>(static_cast<const Generator*>(payload_.get())); }
-  // For Undefined: the message jinja2 raises when the value is used; empty for a plain undefined name.
-  const std::string& undefined_hint() const { return str(); }
+  // For Undefined, str() is the message jinja2 raises when the value is used; empty for a plain undefined name.
   bool undefined_is_unsafe() const { return flag_; }
 
   // Python truthiness (Undefined is false).

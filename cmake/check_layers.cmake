@@ -75,7 +75,7 @@ foreach(file IN LISTS files)
         set(ok TRUE)
         set(target_layer testing)
       endif()
-    elseif(EXISTS "${SOURCE_DIR}/${dir}/${header}")
+    elseif(EXISTS "${SOURCE_DIR}/${dir}/${header}" OR header IN_LIST QINFER_GENERATED_HEADERS)
       set(ok TRUE)  # a file of the same folder (or below): the same layer
     elseif(header MATCHES "^bench/" AND file MATCHES "^bench/" AND EXISTS "${SOURCE_DIR}/${header}")
       set(ok TRUE)

@@ -7,6 +7,7 @@
 set(QINFER_LAYERS
     "util|src/util/|qinfer_util|"
     "model|src/model/|qinfer_model|util"
+    "hub|src/hub/|qinfer_hub|model,util"
     "tokenizer|src/tokenizer/|qinfer_tokenizer|util"
     "chat_template|src/chat_template/|qinfer_chat_template|util"
     "grammar|src/grammar/|qinfer_grammar|tokenizer,util"
@@ -18,5 +19,7 @@ set(QINFER_LAYERS
     "engine/text|src/engine/tokenizer_text_decoder|qinfer_engine_text|engine,tokenizer,util"
     "loadgen|src/loadgen/|qinfer_loadgen|tokenizer,util"
     "server|src/server/|qinfer_server|backend,chat_template,engine,engine/text,grammar,model,tokenizer,util"
-    "cli|src/cli/|qinfer_cli|backend,backend/cuda,backend/factory,chat_template,engine,engine/text,grammar,loadgen,model,server,tokenizer,util"
-    "testing|tests/testing/|qinfer_testing|backend,backend/cpu,backend/cuda,backend/factory,chat_template,engine,engine/text,grammar,loadgen,model,server,tokenizer,util")
+    "cli|src/cli/|qinfer_cli|backend,backend/cuda,backend/factory,chat_template,engine,engine/text,grammar,hub,loadgen,model,server,tokenizer,util"
+    "testing|tests/testing/|qinfer_testing|backend,backend/cpu,backend/cuda,backend/factory,chat_template,engine,engine/text,grammar,hub,loadgen,model,server,tokenizer,util")
+# Headers written into the build tree at build time; an include of one counts as a file of the including folder.
+set(QINFER_GENERATED_HEADERS git_commit.h)

@@ -62,3 +62,19 @@ fi
 # The chat page (owned by web/): markdown-it (embedded into the binary at build time) and playwright-core (the browser
 # test's driver), installed into web/node_modules from web/package-lock.json.
 bash "${repo_root}/tools/fetch-web-deps.sh"
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Grammar tests (owned by the grammar layer): xgrammar's web build (the differential reference for token masks) and
+# ajv (validates emitted documents against their schemas), used by tests/grammar/node and tests/server/node.
+#   .assets/node-grammar/node_modules/{@mlc-ai/web-xgrammar,ajv}
+grammar_dir="${assets}/node-grammar"
+grammar_pkgs=("@mlc-ai/web-xgrammar@0.1.27" "ajv@8.20.0")
+if [[ -f "${grammar_dir}/node_modules/@mlc-ai/web-xgrammar/package.json" && -f "${grammar_dir}/node_modules/ajv/package.json" ]]; then
+  echo "fetch-test-assets: ${grammar_pkgs[*]} already installed in ${grammar_dir}"
+else
+  mkdir -p "${grammar_dir}"
+  [[ -f "${grammar_dir}/package.json" ]] || echo '{"private": true}' >"${grammar_dir}/package.json"
+  (cd "${grammar_dir}" && npm install --silent --no-audit --no-fund "${grammar_pkgs[@]}") ||
+    offline_hint "npm install ${grammar_pkgs[*]} failed"
+  echo "fetch-test-assets: installed ${grammar_pkgs[*]} in ${grammar_dir}"
+fi

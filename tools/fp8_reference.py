@@ -14,7 +14,7 @@ greedy token, top-5 log-probabilities within 1e-4), or it stops. Runs anywhere w
 
 tests/backend/test_hf_parity.cpp replays the JSON against the CPU backend with --kv-cache-dtype fp8. The tiny model
 has 4 layers: deep random models amplify a single flipped E4M3 code (fp32-level differences before the rounding) into
-percent-level logit changes (docs/PERFORMANCE.md, "Session 6"), 4 layers leave them at about 1e-4.
+percent-level logit changes (measured on the 4B shape on the H200, 2026-11-30), 4 layers leave them at about 1e-4.
 """
 import argparse
 import json

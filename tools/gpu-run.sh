@@ -1,49 +1,59 @@
 #!/usr/bin/env bash
 # Runs every GPU test and benchmark of the CUDA backend on the GPU machine in one go and prints a short table last.
-# Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]   (carry .assets/qwen3-tokenizer too, for the serve smoke test)
+# Usage: tools/gpu-run.sh LOG_DIR [BIN_DIR | FLAVOUR=BIN_DIR ...]   (carry .assets/qwen3-tokenizer too, for serve)
+#   Each FLAVOUR=BIN_DIR is one build of the binaries (tools/gpu-build.sh makes them: `native` for 80;89;90a, `ptx89`
+#   and `ptx80` whose CUDA code is PTX for compute_89 / compute_80 only, which the driver compiles for the GPU at load,
+#   so the H200 runs the sm_80/sm_89 kernels and their dispatch). The first flavour also runs the kernel bench, the
+#   throughput runs and the serve smoke test; every flavour runs the GPU tests and the latency cases. A plain BIN_DIR
+#   is the flavour `native`. BIN_DIR holds prebuilt binaries looked up by name (cuda_backend_tests, cuda_kernel_bench,
+#   qinfer) and the shared libraries they need beside them (their rpath is $ORIGIN).
 #   QUICK=1: tests, kernel bench and latency only (no serve smoke, no throughput runs); PROFILE=1: also an Nsight
 #   Systems kernel summary of a batch-1 1 K run when nsys is installed; PARITY=1: tools/hf_parity_4b.py (the full-size
-#   random 4B against transformers; PARITY_WORK: where its 8 GB checkpoint goes, default /tmp/parity4b).
-#   BIN_DIR holds prebuilt binaries, looked up by name: cuda_backend_tests, cuda_kernel_bench, qinfer (default
-#   build-cuda). The build folder is larger than a GPU call carries, so copy and strip them first, e.g.
-#     mkdir -p build-gpu && cp build-cuda/tests/backend/cuda/cuda_backend_tests build-cuda/bench/cuda/cuda_kernel_bench \
-#       build-cuda/src/cli/qinfer build-gpu/ && strip build-gpu/*
-#   and carry build-gpu. The GPU machine lacks Debian's shared libraries that qinfer links: copy libcpp-httplib.so.0.11,
-#   libbrotli{dec,enc,common}.so.1 and libsimdjson.so.14 from /usr/lib/x86_64-linux-gnu into build-gpu and run with
-#   LD_LIBRARY_PATH=build-gpu (`bench serve` also needs libcurl.so.4 and its libraries: `ldd` lists them).
-#   Full logs go to LOG_DIR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log,
-#   system.log (GPU, driver, clocks, ldd). The last lines printed are the kernel table and a summary table.
+#   random 4B against transformers, per flavour; PARITY_WORK: where its 8 GB checkpoint goes, default /tmp/parity4b).
+#   Full logs go to LOG_DIR/FLAVOUR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log, and LOG_DIR/system.log
+#   (GPU, driver, clocks, ldd). The last lines printed are the kernel table and a summary table.
 set -uo pipefail
-log_dir=${1:?usage: tools/gpu-run.sh LOG_DIR [BIN_DIR]}
-bin_dir=${2:-build-cuda}
+log_root=${1:?usage: tools/gpu-run.sh LOG_DIR [BIN_DIR | FLAVOUR=BIN_DIR ...]}
+shift
+flavours=("$@")
+[[ ${#flavours[@]} -eq 0 ]] && flavours=(build-cuda)
 repo=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$log_dir"
+mkdir -p "$log_root"
 summary=()
-
-find_bin() { find "$bin_dir" -type f -name "$1" -perm -u+x 2>/dev/null | head -1; }
 
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,power.limit --format=csv
   uname -a
-} >"$log_dir/system.log" 2>&1
+} >"$log_root/system.log" 2>&1
+
+first_flavour=1
+base_library_path=${LD_LIBRARY_PATH:-}
+for spec in "${flavours[@]}"; do
+if [[ $spec == *=* ]]; then flavour=${spec%%=*} bin_dir=${spec#*=}; else flavour=native bin_dir=$spec; fi
+log_dir="$log_root/$flavour"
+mkdir -p "$log_dir"
+export LD_LIBRARY_PATH="$bin_dir${base_library_path:+:$base_library_path}"
+find_bin() { find "$bin_dir" -type f -name "$1" -perm -u+x 2>/dev/null | head -1; }
 
 tests=$(find_bin cuda_backend_tests)
 if [[ -n $tests ]]; then
-  ldd "$tests" >>"$log_dir/system.log" 2>&1
+  { echo "== $flavour: ldd $tests"; ldd "$tests"; } >>"$log_root/system.log" 2>&1
   "$tests" --gtest_output="json:$log_dir/tests.json" >"$log_dir/tests.log" 2>&1
   status=$?
   passed=$(grep -c '^\[       OK \]' "$log_dir/tests.log")
   failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$log_dir/tests.log")
   skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$log_dir/tests.log")
-  summary+=("| GPU tests | exit $status: $passed passed, $failed failed, $skipped skipped |")
-  grep -E '^\[  FAILED  \]|Failure|error' "$log_dir/tests.log" | head -20
+  summary+=("| $flavour GPU tests | exit $status: $passed passed, $failed failed, $skipped skipped |")
+  grep -E '^\[  FAILED  \]|Failure|error' "$log_dir/tests.log" | head -20 | sed "s/^/$flavour: /"
 else
-  summary+=("| GPU tests | cuda_backend_tests not found in $bin_dir |")
+  summary+=("| $flavour GPU tests | cuda_backend_tests not found in $bin_dir |")
 fi
 
 bench=$(find_bin cuda_kernel_bench)
-if [[ -n $bench ]]; then
+if [[ $first_flavour -eq 0 ]]; then
+  :
+elif [[ -n $bench ]]; then
   "$bench" >"$log_dir/kernel_bench.log" 2>&1
   summary+=("| kernel bench | exit $? (table in kernel_bench.log) |")
 else
@@ -59,13 +69,13 @@ run_latency() {  # name batch input output, then extra flags for qinfer bench la
     --output-len "$4" --max-model-len 16384 --json "${@:5}" >"$out" 2>"$log_dir/latency_$1.log"
   local status=$?
   if [[ $status -ne 0 ]]; then
-    summary+=("| latency $1 | exit $status, see latency_$1.log |")
+    summary+=("| $flavour latency $1 | exit $status, see $flavour/latency_$1.log |")
     return
   fi
-  summary+=("$(python3 - "$out" "$1" <<'PY'
+  summary+=("$(python3 - "$out" "$1" "$flavour" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"| latency {sys.argv[2]} | prefill {r['prefill_tokens_per_second']/1e3:.1f} K tok/s, TTFT {r['ttft_seconds']*1e3:.1f} ms, "
+print(f"| {sys.argv[3]} latency {sys.argv[2]} | prefill {r['prefill_tokens_per_second']/1e3:.1f} K tok/s, TTFT {r['ttft_seconds']*1e3:.1f} ms, "
       f"decode {r['decode_tokens_per_second']:.0f} tok/s ({r['decode_step_seconds_median']*1e3:.2f} ms/step, "
       f"{r['decode_bandwidth_bytes_per_second']/1e12:.2f} TB/s = {100*r['decode_fraction_of_copy_bandwidth']:.1f} %), "
       f"mem {r['gpu_memory_in_use_bytes']/2**30:.1f} GiB |")
@@ -117,17 +127,20 @@ serve_smoke() {  # the HTTP server on the GPU: health, one streamed chat, GPU me
   summary+=("| serve smoke | healthy=$ok, $chunks SSE chunks, [DONE]=$(grep -c '^data: \[DONE\]' "$log_dir/serve_chat.txt" 2>/dev/null), $gpu_metrics GPU metric lines, exit after SIGTERM $status |")
 }
 if [[ -n $qinfer ]]; then
-  [[ -z ${QUICK:-} ]] && serve_smoke
-  run_latency b1_512 1 512 16
+  [[ -z ${QUICK:-} && $first_flavour -eq 1 ]] && serve_smoke
+  # Every flavour: batch 1 at 1 K, 64 x (512 + 128) both caches, 8 K prefill; the native one the rest too.
   run_latency b1_1k 1 1024 128
   run_latency b1_8k 1 8192 16
-  run_latency b4_1k 4 1024 128
-  run_latency b4_8k 4 8192 128
-  run_latency b8_512 8 512 128
   run_latency b64_512 64 512 128
   run_latency b64_512_fp8kv 64 512 128 --kv-cache-dtype fp8
+  if [[ $first_flavour -eq 1 ]]; then
+    run_latency b1_512 1 512 16
+    run_latency b4_1k 4 1024 128
+    run_latency b4_8k 4 8192 128
+    run_latency b8_512 8 512 128
+  fi
 fi
-if [[ -n $qinfer && -z ${QUICK:-} ]]; then
+if [[ -n $qinfer && -z ${QUICK:-} && $first_flavour -eq 1 ]]; then
   run_throughput 1k_1k_256 --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 --max-model-len 4096
   run_throughput 1k_1k_256_fp8kv --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 \
     --max-model-len 4096 --kv-cache-dtype fp8
@@ -142,10 +155,10 @@ fi
 if [[ -n $qinfer && -n ${PARITY:-} ]]; then
   python3 "$repo/tools/hf_parity_4b.py" --qinfer "$qinfer" --work "${PARITY_WORK:-/tmp/parity4b}" \
     --out "$log_dir/parity4b.json" >"$log_dir/parity4b.log" 2>&1
-  summary+=("| 4B parity vs transformers | exit $?: $(grep -c ': ok' "$log_dir/parity4b.log") of 6 cases ok (parity4b.log) |")
+  summary+=("| $flavour 4B parity vs transformers | exit $?: $(grep -c ': ok' "$log_dir/parity4b.log") of 6 cases ok |")
 fi
 # Kernel-level timeline of one batch-1 run (prefill of 1 K, then decode) when Nsight Systems is installed.
-if [[ -n $qinfer && -n ${PROFILE:-} ]] && command -v nsys >/dev/null; then
+if [[ -n $qinfer && -n ${PROFILE:-} && $first_flavour -eq 1 ]] && command -v nsys >/dev/null; then
   nsys profile -o "$log_dir/b1_1k" --force-overwrite true "$qinfer" bench latency --load-format dummy \
     --config "$config" --device cuda --batch 1 --input-len 1024 --output-len 32 --max-model-len 4096 \
     >"$log_dir/nsys.log" 2>&1
@@ -153,9 +166,12 @@ if [[ -n $qinfer && -n ${PROFILE:-} ]] && command -v nsys >/dev/null; then
   summary+=("| nsys | kernels_b1_1k.csv ($(wc -l <"$log_dir/kernels_b1_1k.csv") lines) |")
 fi
 
+first_flavour=0
+done
+
 echo
 echo "## kernel bench"
-sed -n '/^| kernel/,$p' "$log_dir/kernel_bench.log" 2>/dev/null
+sed -n '/^| kernel/,$p' "$log_root"/*/kernel_bench.log 2>/dev/null
 echo
 echo "## summary ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
 echo "| what | result |"

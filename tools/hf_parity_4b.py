@@ -33,7 +33,7 @@ rounded forward's error (which contains its own flips); a greedy token may then 
 where the reference's top-2 margin is at most 1.5x the largest shift of that margin by the floor's forward (or 0.05).
 Which codes a bf16 forward flips is chance, and so is its error: bf16 rounded forwards with K/V moved by only 5e-4
 relative (an eighth of a bf16 unit or less) before rounding land 1.4-2.5x apart in log-sum-exp RMS on the same case
-(run 113 of docs/PERFORMANCE.md). So the CUDA fp8 bounds take the median RMS over the bf16 rounded forward and
+(measured on the H200, 2026-12-01). So the CUDA fp8 bounds take the median RMS over the bf16 rounded forward and
 `--floor-samples` (8) such perturbed ones, not one realization; each is reported (`floor_samples`). The explicit
 forward is tied to transformers: without the rounding it must reproduce transformers' fp32 log-probabilities on every
 case (`reference_vs_hf`, at most 1e-3), or the run stops. (An earlier version rounded K/V inside transformers' eager

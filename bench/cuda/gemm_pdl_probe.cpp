@@ -1,12 +1,12 @@
-// Whether cuBLASLt's decode GEMMs wait for their producer when launched programmatically (docs/CUDA_NOTES.md, "Kernel
-// boundaries at small batches", Next (1)). A long producer of ours (the tensor-core GEMV over k = 65 536, which lets
+// Whether cuBLASLt's decode GEMMs wait for their producer when launched programmatically (docs/CUDA_DESIGN.md,
+// "Decode graphs and launch edges"). A long producer of ours (the tensor-core GEMV over k = 65 536, which lets
 // its dependents launch at its start) writes x; the GEMM reads it. The pair is captured as a graph twice: once with
 // the plain edge cuBLASLt's launch gets, once with that edge made programmatic. x is poisoned (NaN) before every
 // replay, so a GEMM that reads x before its producer has finished gives other bits than the plain graph.
 //
 // Usage: cuda_gemm_pdl_probe. Prints, per shape and row count, the GEMM's kernels and whether the two graphs agree;
-// exits 1 when any case differs. Run 71 (session 13, cuBLASLt 13 on an H200): every decode GEMM differs, so
-// cuBLASLt's nvjet kernels do not wait for a programmatic producer.
+// exits 1 when any case differs. With cuBLASLt 13 on an H200 (2026-12-01) every decode GEMM differs, so cuBLASLt's
+// nvjet kernels do not wait for a programmatic producer.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -56,7 +56,7 @@ class Probe {
     const auto* producer_weight = producer_weight_.as<__nv_bfloat16>();
     const auto enqueue = [&] {
       const GemvParams producer{producer_x, producer_weight, x, false, std::min(rows, kProducerRows), c.k, kProducerK};
-      launch_gemv_mma(producer, gemv_mma_default_shape(c.k), stream_);
+      launch_gemv_mma(producer, gemv_mma_default_shape(c.k), {stream_, device_});
       gemm_.matmul(x, weight_.as<__nv_bfloat16>(), y_.data(), false, rows, c.n, c.k, stream_);
     };
     std::string kernels;
@@ -113,6 +113,7 @@ class Probe {
     return out;
   }
 
+  DeviceCapabilities device_ = query_device_capabilities();
   cudaStream_t stream_ = nullptr;
   DeviceBuffer producer_x_{kProducerRows * size_t{kProducerK} * 2, "probe producer x"};
   DeviceBuffer producer_weight_{size_t{kMaxK} * kProducerK * 2, "probe producer weight"};

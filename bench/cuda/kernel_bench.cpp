@@ -103,12 +103,13 @@ class Bench {
       };
       const std::string suffix = swiglu ? " + swiglu" : "";
       if (rows <= kGemvMaxRows) {
-        const double t = time_per_call([&](int i) { launch_gemv(params(i), stream_); }, 20 * copies, stream_);
+        const double t = time_per_call([&](int i) { launch_gemv(params(i), kernel_stream()); }, 20 * copies, stream_);
         record("gemv" + suffix, shape, t, bytes, true);
       }
       if (gemv_mma_supports(params(0))) {
         const auto time_mma = [&](GemvMmaShape launch) {
-          return time_per_call([&](int i) { launch_gemv_mma(params(i), launch, stream_); }, 20 * copies, stream_);
+          return time_per_call([&](int i) { launch_gemv_mma(params(i), launch, kernel_stream()); }, 20 * copies,
+                               stream_);
         };
         if (sweep_mma) {
           for (const GemvMmaShape launch : gemv_mma_shapes())
@@ -123,7 +124,8 @@ class Bench {
           [&](int i) {
             gemm_.matmul(x.as<__nv_bfloat16>(), weights[static_cast<size_t>(i % copies)].as<__nv_bfloat16>(), y.data(),
                          false, rows, n, k, stream_);
-            if (swiglu) launch_swiglu({y.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), rows, n / 2}, stream_);
+            if (swiglu)
+              launch_swiglu({y.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), rows, n / 2}, kernel_stream());
           },
           20 * copies, stream_);
       record("cublasLt" + suffix, shape, t, bytes, true);
@@ -192,7 +194,7 @@ class Bench {
     for (int s = 0; s < sequences; ++s) rows[static_cast<size_t>(s)] = s;
     d.rows = device_copy(rows);
     d.lens = device_copy(lens);
-    const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(sequences, num_sms()));
+    const size_t split_rows = static_cast<size_t>(decode_attention_max_split_rows(sequences, device_.num_sms));
     d.split_out = DeviceBuffer(split_rows * kHeads * kHeadDim * 4, "bench");
     d.split_lse = DeviceBuffer(split_rows * kHeads * 4, "bench");
     d.counters = DeviceBuffer(static_cast<size_t>(sequences) * kKvHeads * 4, "bench");
@@ -217,7 +219,7 @@ class Bench {
     p.block_size = 16;
     p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
     p.pool_blocks = pool.num_blocks;
-    plan_decode_attention_splits(p, context, num_sms());
+    plan_decode_attention_splits(p, context, device_);
     return d;
   }
 
@@ -240,12 +242,12 @@ class Bench {
                                    : " splits, merge kernel)");
     };
     const auto time_kernel = [&](const DecodeAttentionParams& params, DecodeAttentionKernel kernel) {
-      return time_per_call([&](int) { launch_decode_attention(params, stream_, kernel); }, 20, stream_);
+      return time_per_call([&](int) { launch_decode_attention(params, kernel_stream(), kernel); }, 20, stream_);
     };
     const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
     record("decode attention cp.async", shape_of(p), time_kernel(p, DecodeAttentionKernel::kCpAsync), bytes, true);
     record("decode attention registers", shape_of(p), time_kernel(p, DecodeAttentionKernel::kRegisters), bytes, true);
-    if (decode_attention_bulk_copy_available(p)) {
+    if (decode_attention_bulk_copy_available(p, device_)) {
       record("decode attention bulk copy", shape_of(p), time_kernel(p, DecodeAttentionKernel::kBulkCopy), bytes, true);
       record("decode attention bulk copy 2-stage", shape_of(p),
              time_kernel(p, DecodeAttentionKernel::kBulkCopyTwoStage), bytes, true);
@@ -263,15 +265,15 @@ class Bench {
     fp8.v_fp8 = pool.v.as<uint8_t>();
     fp8.k_scales = k_scales.as<float>();
     fp8.v_scales = v_scales.as<float>();
-    plan_decode_attention_splits(fp8, context, num_sms());
+    plan_decode_attention_splits(fp8, context, device_);
     const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
     record("decode attention fp8", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes, true);
     record("decode attention fp8 registers", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kRegisters),
            fp8_bytes, true);
-    if (decode_attention_bulk_copy_available(fp8))
+    if (decode_attention_bulk_copy_available(fp8, device_))
       record("decode attention fp8 bulk copy", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kBulkCopy),
              fp8_bytes, true);
-    const int max_splits = decode_attention_max_split_rows(sequences, num_sms()) / sequences;
+    const int max_splits = decode_attention_max_split_rows(sequences, device_.num_sms) / sequences;
     for (int tokens : fp8_split_tokens) {
       DecodeAttentionParams forced = fp8;
       forced.tokens_per_split = tokens;
@@ -321,10 +323,11 @@ class Bench {
     const double flops = 4.0 * kHeadDim * kHeads * (static_cast<double>(length) * (length + 1) / 2);
     const std::string shape = "1 seq x " + std::to_string(length) + " causal";
     record("prefill attention mma.sync", shape,
-           time_per_call([&](int) { launch_prefill_attention_mma_sync(p, stream_); }, 5, stream_), flops, false);
-    if (prefill_attention_wgmma_available())
+           time_per_call([&](int) { launch_prefill_attention_mma_sync(p, kernel_stream()); }, 5, stream_), flops,
+           false);
+    if (prefill_attention_wgmma_available(device_))
       record("prefill attention wgmma", shape,
-             time_per_call([&](int) { launch_prefill_attention_wgmma(p, stream_); }, 5, stream_), flops, false);
+             time_per_call([&](int) { launch_prefill_attention_wgmma(p, kernel_stream()); }, 5, stream_), flops, false);
   }
 
   // One step's kernels at `tokens` rows (Qwen3-4B shapes), each timed alone, then the layer's chain in order as one
@@ -411,24 +414,26 @@ class Bench {
     // Linears count FLOPs in prefill and weight bytes in decode.
     const auto linear_amount = [&](int n, int k) { return decode ? weight_bytes(n, k) : 2.0 * rows * n * k; };
     std::vector<Op> layer = {
-        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
+        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, kernel_stream()); }, rows * kHidden * 12.0, true},
         {"qkv", [&] { gemm(normed, w_qkv, qkv, kQkvWidth, kHidden); }, linear_amount(kQkvWidth, kHidden), decode},
-        {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, stream_); }, rows * kQkvWidth * 4.0, true},
+        {"qk norm+rope+kv", [&] { launch_qk_norm_rope_cache_write(rope, kernel_stream()); }, rows * kQkvWidth * 4.0,
+         true},
         {decode ? "attention + qk norm+rope+kv" : "attention",
          [&] {
            if (decode)
-             launch_decode_attention(fused_decode, stream_);
+             launch_decode_attention(fused_decode, kernel_stream());
            else
-             launch_prefill_attention(attn, stream_);
+             launch_prefill_attention(attn, kernel_stream());
          },
          attention_amount, decode},
         {"o_proj", [&] { gemm(attention, w_o, delta, kHidden, kQWidth); }, linear_amount(kHidden, kQWidth), decode},
-        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, stream_); }, rows * kHidden * 12.0, true},
+        {"add + rmsnorm", [&] { launch_fused_add_rmsnorm(norm, kernel_stream()); }, rows * kHidden * 12.0, true},
         {"gate_up", [&] { gemm(normed, w_gate_up, gate_up, 2 * kIntermediate, kHidden); },
          linear_amount(2 * kIntermediate, kHidden), decode},
         {"swiglu",
          [&] {
-           launch_swiglu({gate_up.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), tokens, kIntermediate}, stream_);
+           launch_swiglu({gate_up.as<__nv_bfloat16>(), activation.as<__nv_bfloat16>(), tokens, kIntermediate},
+                         kernel_stream());
          },
          rows * kIntermediate * 6.0, true},
         {"down", [&] { gemm(activation, w_down, delta, kHidden, kIntermediate); },
@@ -439,7 +444,7 @@ class Bench {
     const double t_embedding = time_per_call(
         [&](int) {
           launch_embedding({d_ids.as<int32_t>(), table.as<__nv_bfloat16>(), residual.as<float>(), tokens, kHidden},
-                           stream_);
+                           kernel_stream());
         },
         5, stream_);
     record("step: embedding", std::to_string(tokens) + " tokens", t_embedding, rows * kHidden * 6.0, true);
@@ -500,7 +505,7 @@ class Bench {
     const double t = time_per_call(
         [&](int i) {
           params.src_blocks = d_src.as<int32_t>() + static_cast<size_t>(i % kCopies) * blocks;
-          launch_kv_dequant_gather(params, stream_);
+          launch_kv_dequant_gather(params, kernel_stream());
         },
         20 * kCopies, stream_);
     const double bytes = 2.0 * blocks * (block_elements * 3.0 + kKvHeads * kBlock * 4.0);
@@ -528,11 +533,11 @@ class Bench {
     norm.out = normed.as<__nv_bfloat16>();
     norm.num_rows = 1;
     norm.hidden = kHidden;
-    const double t_norm = time_per_call([&](int) { launch_fused_add_rmsnorm(norm, stream_); }, 200, stream_);
+    const double t_norm = time_per_call([&](int) { launch_fused_add_rmsnorm(norm, kernel_stream()); }, 200, stream_);
     record("add + rmsnorm", "1 x 2560", t_norm, kHidden * 12.0, true);
     const double t_swiglu = time_per_call(
         [&](int) {
-          launch_swiglu({gate_up.as<__nv_bfloat16>(), act.as<__nv_bfloat16>(), 1, kIntermediate}, stream_);
+          launch_swiglu({gate_up.as<__nv_bfloat16>(), act.as<__nv_bfloat16>(), 1, kIntermediate}, kernel_stream());
         },
         200, stream_);
     record("swiglu", "1 x 9728", t_swiglu, kIntermediate * 6.0, true);
@@ -550,7 +555,8 @@ class Bench {
     rope.num_kv_heads = kKvHeads;
     rope.head_dim = kHeadDim;
     rope.block_size = 16;
-    const double t_rope = time_per_call([&](int) { launch_qk_norm_rope_cache_write(rope, stream_); }, 200, stream_);
+    const double t_rope =
+        time_per_call([&](int) { launch_qk_norm_rope_cache_write(rope, kernel_stream()); }, 200, stream_);
     record("qk norm+rope+kv", "1 token", t_rope, kQkvWidth * 4.0, true);
   }
 
@@ -584,7 +590,7 @@ class Bench {
                            rows,
                            kVocab,
                            stats.as<LogitsChunkStats>()};
-    const double t = time_per_call([&](int) { launch_sampling(p, stream_); }, 20, stream_);
+    const double t = time_per_call([&](int) { launch_sampling(p, kernel_stream()); }, 20, stream_);
     record("sampling", std::to_string(rows) + " x 151936 (" + name + ")", t, static_cast<double>(elements) * 4, true);
   }
 
@@ -612,13 +618,9 @@ class Bench {
                     100 * r.rate / kMatmulCeiling);
     return text;
   }
-  static int num_sms() {
-    int device = 0, sms = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
-  }
+  KernelStream kernel_stream() const { return {stream_, device_}; }
 
+  DeviceCapabilities device_ = query_device_capabilities();
   cudaStream_t stream_ = nullptr;
   CublasLtGemm gemm_;
   std::vector<Row> rows_;

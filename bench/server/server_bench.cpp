@@ -1,4 +1,4 @@
-// Server speed (docs/PERFORMANCE.md, "Server"). Runs the real HTTP server in-process.
+// Server speed (docs/PERFORMANCE.md, "Host side"). Runs the real HTTP server in-process.
 //
 //   server_bench overhead --streams 64 --tokens 256 --step-ms 10
 //     CPU time of the server's HTTP threads per streamed token. The engine runs on the fake backend (tests/engine:
@@ -413,7 +413,7 @@ int run_ttft(const TtftOptions& options) {
 int main(int argc, char** argv) {
   using namespace qinfer::bench;
   std::signal(SIGPIPE, SIG_IGN);
-  CLI::App app("qinfer server benchmarks (docs/PERFORMANCE.md, Server)");
+  CLI::App app("qinfer server benchmarks (docs/PERFORMANCE.md, Host side)");
   app.require_subcommand(1);
   const std::string default_tokenizer = std::string(QINFER_SOURCE_DIR) + "/.assets/qwen3-tokenizer";
   OverheadOptions overhead;

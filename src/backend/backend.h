@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,8 +34,9 @@ struct BackendOptions {
   int max_num_seqs = 256;               // sequences in one batch, at most
   int max_num_batched_tokens = 8192;    // tokens in one batch, at most
   double gpu_memory_utilization = 0.9;  // fraction of device memory for weights + activations + KV cache
-  int64_t kv_cache_bytes = 0;           // CPU: KV pool size (0: 2 GiB, capped by what max_num_seqs sequences can use)
-  int num_threads = 0;                  // CPU worker threads (0: all cores)
+  int64_t kv_cache_bytes = 0;  // --kv-cache-memory-bytes: KV pool size. 0: CPU 2 GiB (capped by what max_num_seqs
+                               // sequences can use); CUDA what gpu_memory_utilization leaves
+  int num_threads = 0;         // CPU worker threads (0: all cores)
   bool cuda_graphs = true;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype
 };
@@ -49,11 +52,19 @@ struct BatchSequence {
   const PenaltyTokens* penalty_tokens = nullptr;  // the same history as a penalty list kept by the caller, if it
                                                   // keeps one: read in O(distinct tokens) instead of walking history
   uint64_t sample_step = 0;  // index of the token being generated, selects the seeded random number
+  // Constrained decoding (apply_logit_constraints): the allowed tokens, (vocab + 31) / 32 words, empty for all; its
+  // contents are final once the batch's prepare_constraints() has returned. And OpenAI logit_bias entries.
+  std::span<const uint32_t> allowed_tokens;
+  std::span<const LogitBias> logit_bias;
+  bool constrained() const { return !allowed_tokens.empty() || !logit_bias.empty(); }
 };
 
 struct Batch {
   std::vector<int32_t> token_ids;        // [sum of num_tokens], sequences concatenated in order
   std::vector<BatchSequence> sequences;  // spans inside must stay valid for the call
+  // When set, fills the sequences' allowed_tokens. step() calls it once, after the forward has started and before
+  // sampling, so that the caller computes the masks while the device runs the step.
+  std::function<void()> prepare_constraints;
   int32_t num_sampled() const;
 };
 
@@ -64,6 +75,17 @@ struct KvCacheShape {
   KvCacheDtype dtype = KvCacheDtype::kBf16;
 };
 
+// Where a backend's memory goes, for the start-up summary: bytes per part, nullopt for a part the backend does not
+// report (the CPU backend has no device total and no graphs).
+struct MemoryPlan {
+  std::optional<int64_t> device_total;  // memory of the device (the GPU's)
+  std::optional<int64_t> budget;        // what the backend may use of it (--gpu-memory-utilization)
+  std::optional<int64_t> weights;       // the model's weights as the backend holds them
+  std::optional<int64_t> activations;   // buffers of the largest step (--max-num-batched-tokens, --max-num-seqs)
+  std::optional<int64_t> graphs;        // captured CUDA graphs and their memory pools
+  KvCacheShape kv;                      // the KV pool: blocks of block_size tokens, bytes
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -72,6 +94,12 @@ class Backend {
   virtual const ModelConfig& config() const = 0;
   virtual KvCacheShape kv_cache() const = 0;
   virtual int max_model_len() const = 0;
+  // The parts a backend does not override stay unreported.
+  virtual MemoryPlan memory_plan() const {
+    MemoryPlan plan;
+    plan.kv = kv_cache();
+    return plan;
+  }
 
   // Runs the batch: writes K/V of every token into the blocks given, and returns one result per sequence with
   // `sample` set, in batch order. Blocks of different sequences may be shared only for fully cached prefix blocks,

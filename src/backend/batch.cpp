@@ -36,6 +36,12 @@ void validate_batch(const Batch& batch, const ModelConfig& config, const KvCache
       if (!s.sampling) fail(seq + "sample is set but sampling params are missing");
       std::string error = s.sampling->validate(config.vocab_size);
       if (!error.empty()) fail(seq + error);
+      if (!s.allowed_tokens.empty() && s.allowed_tokens.size() != static_cast<size_t>((config.vocab_size + 31) / 32))
+        fail(seq + "allowed_tokens has " + std::to_string(s.allowed_tokens.size()) + " words, the vocabulary needs " +
+             std::to_string((config.vocab_size + 31) / 32));
+      for (const LogitBias& b : s.logit_bias)
+        if (b.token < 0 || b.token >= config.vocab_size)
+          fail(seq + "logit_bias token " + std::to_string(b.token) + " is outside the vocabulary");
     }
     total += s.num_tokens;
   }

@@ -67,6 +67,14 @@ void PenaltyTokens::visit(int32_t token, bool output) {
   if (output) ++entries_[it->second].output_count;
 }
 
+void apply_logit_constraints(std::span<float> logits, std::span<const uint32_t> allowed,
+                             std::span<const LogitBias> bias) {
+  if (!allowed.empty())
+    for (size_t i = 0; i < logits.size(); ++i)
+      if (!(allowed[i / 32] >> (i % 32) & 1u)) logits[i] = -std::numeric_limits<float>::infinity();
+  for (const LogitBias& b : bias) logits[static_cast<size_t>(b.token)] += b.bias;
+}
+
 namespace {
 
 // Applies HF repetition penalty (prompt + output) and OpenAI presence/frequency penalties (output only).

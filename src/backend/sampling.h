@@ -41,6 +41,19 @@ struct SampleResult {
   std::vector<TokenLogprob> top;  // num_top_logprobs entries, most likely first
 };
 
+// OpenAI logit_bias: added to a token's logit before sampling.
+struct LogitBias {
+  int32_t token = 0;
+  float bias = 0;
+};
+
+// The logits a constrained row is sampled from, in place: with `allowed` (a bitmask, bit id % 32 of word id / 32,
+// covering the vocabulary) every other token becomes -inf; then each bias is added (ids distinct, in the
+// vocabulary). Logprobs of a constrained row are of these logits. Every backend applies exactly this before the rest
+// of sample_token().
+void apply_logit_constraints(std::span<float> logits, std::span<const uint32_t> allowed,
+                             std::span<const LogitBias> bias);
+
 // Token history a sequence carries for penalties: prompt then generated tokens.
 struct TokenHistory {
   std::span<const int32_t> prompt;

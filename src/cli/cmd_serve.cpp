@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,9 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"
+#include "cli/serve_help.h"
+#include "cli/startup_summary.h"
+#include "cli/vllm_serve_flags.h"
 #include "engine/tokenizer_text_decoder.h"
 #include "server/http_server.h"
 #include "server/openai_response.h"
@@ -28,8 +32,17 @@ struct ServeFlags {
   server::ServerOptions server;
   std::string served_model_name;
   EngineFlags engine;
+  VllmServeFlags vllm;
   bool allow_special_tokens_in_content = false;
 };
+
+std::string served_model_name(const ServeFlags& f) {
+  return !f.served_model_name.empty() ? f.served_model_name : !f.model.model.empty() ? f.model.model : "qinfer-demo";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Logs where the tokenizer and chat template come from: users of the demo model should know it is the test asset.
 std::filesystem::path tokenizer_dir(const ModelFlags& flags) {
@@ -46,6 +59,7 @@ std::filesystem::path tokenizer_dir(const ModelFlags& flags) {
 struct LoadedRuntime {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<server::PromptBuilder> prompts;
+  std::unique_ptr<grammar::GrammarCompiler> grammars;
   std::unique_ptr<Engine> engine;
   std::unique_ptr<server::EngineWatchdog> watchdog;
   server::ModelRuntime runtime;
@@ -56,19 +70,29 @@ struct LoadedRuntime {
   }
 };
 
-std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f) {
+// `start` is when serving began; the ready line says where the time since went.
+std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f, std::chrono::steady_clock::time_point start) {
   auto loaded = std::make_unique<LoadedRuntime>();
+  std::vector<std::pair<std::string, double>> phases;
+  auto phase_start = std::chrono::steady_clock::now();
+  auto end_phase = [&](const char* name) {
+    phases.emplace_back(name, seconds_since(phase_start));
+    phase_start = std::chrono::steady_clock::now();
+  };
   std::filesystem::path tokenizer_path = tokenizer_dir(f.model);
   Tokenizer tokenizer = Tokenizer::from_model_dir(tokenizer_path);
-  ChatTemplate chat_template = ChatTemplate::from_model_dir(tokenizer_path);
+  ChatTemplate chat_template = load_chat_template(tokenizer_path, f.vllm.chat_template);
+  end_phase("tokenizer");
   auto model = load_model_from_flags(f.model);
+  end_phase("weights");
   loaded->backend = create_backend(model, f.backend);
-  spdlog::info("backend {}: {} KV blocks of {} tokens, context {}", loaded->backend->name(),
-               loaded->backend->kv_cache().num_blocks, loaded->backend->kv_cache().block_size,
-               loaded->backend->max_model_len());
+  end_phase("backend");
   EngineOptions engine_options = engine_options_from_flags(f.backend, f.engine);
+  apply_vllm_engine_flags(f.vllm, engine_options);
   engine_options.make_text_decoder = make_tokenizer_text_decoder(tokenizer);
   loaded->engine = std::make_unique<Engine>(*loaded->backend, engine_options);
+  spdlog::info("{}", engine_summary(*loaded->backend, f.backend, engine_options));
+  spdlog::info("{}", memory_summary(loaded->backend->memory_plan(), loaded->engine->max_model_len()));
   loaded->engine->start();
 
   // Warm-up: one short generation so the first client does not pay for first-call allocations.
@@ -79,25 +103,31 @@ std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f) {
   RequestHandle handle = loaded->engine->submit(std::move(warmup));
   std::vector<StreamDelta> ignored;
   while (handle.stream->wait_drain(ignored)) ignored.clear();
+  end_phase("warm-up");
 
   loaded->prompts =
       std::make_unique<server::PromptBuilder>(tokenizer, std::move(chat_template), f.allow_special_tokens_in_content);
+  // Constraints allow the engine's stop ids where they are complete.
+  loaded->grammars = std::make_unique<grammar::GrammarCompiler>(grammar::TokenVocabulary::from_tokenizer(
+      tokenizer, model->config.vocab_size, engine_options.eos_token_ids.value_or(model->config.eos_token_ids)));
+  loaded->grammars->warm_up();
   loaded->watchdog = std::make_unique<server::EngineWatchdog>(*loaded->engine, f.server.health_stall_seconds);
   server::ModelRuntime& runtime = loaded->runtime;
   runtime.engine = loaded->engine.get();
   runtime.prompts = loaded->prompts.get();
+  runtime.grammars = loaded->grammars.get();
   runtime.watchdog = loaded->watchdog.get();
-  runtime.served_model_name = !f.served_model_name.empty() ? f.served_model_name
-                              : !f.model.model.empty()     ? f.model.model
-                                                           : "qinfer-demo";
+  runtime.served_model_name = served_model_name(f);
   runtime.max_model_len = loaded->engine->max_model_len();
   runtime.vocab_size = model->config.vocab_size;
-  runtime.defaults = model->config.generation;
+  runtime.defaults = generation_defaults(model->config, f.vllm.generation_config);
   runtime.created = server::unix_time_now();
+  spdlog::info("{}", startup_time_summary(seconds_since(start), phases));
   return loaded;
 }
 
 void run_serve(const ServeFlags& f) {
+  const auto start = std::chrono::steady_clock::now();
   // Signals are taken by one thread with sigwait; every other thread (created below) inherits the blocked mask.
   sigset_t signals;
   sigemptyset(&signals);
@@ -107,7 +137,9 @@ void run_serve(const ServeFlags& f) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away must not kill the server
 
-  server::ServerState state(f.server);
+  server::ServerOptions server_options = f.server;
+  server_options.metrics_model_name = served_model_name(f);
+  server::ServerState state(server_options);
   server::HttpServer http(state);
   const int port = http.bind();
   spdlog::info("listening on http://{}:{} (/health answers 503 until the model is ready)", f.server.host, port);
@@ -128,11 +160,19 @@ void run_serve(const ServeFlags& f) {
 
   std::exception_ptr load_error;
   try {
-    loaded = load_runtime(f);
+    loaded = load_runtime(f, start);
     state.set_runtime(&loaded->runtime);
     spdlog::info("ready: serving '{}' on http://{}:{}", loaded->runtime.served_model_name, f.server.host, port);
   } catch (...) {
     load_error = std::current_exception();
+    // Reported first, before the shutdown below logs anything.
+    try {
+      std::rethrow_exception(load_error);
+    } catch (const std::exception& e) {
+      spdlog::error("loading failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("loading failed");
+    }
     pthread_kill(signal_thread.native_handle(), SIGUSR1);
     signal_thread.join();
     http.shutdown([] {});
@@ -189,12 +229,21 @@ void register_serve(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--allowed-origins", s.cors_origins, "CORS: origins allowed to call the API ('*' for any)");
+  cmd->add_option("--reasoning-parser", s.reasoning_parser,
+                  "qwen3: <think>...</think> in chat output goes to message.reasoning_content / "
+                  "delta.reasoning_content (vLLM's name)")
+      ->check(CLI::IsMember({"qwen3"}));
   cmd->add_option("--http-threads", s.http_threads,
                   "HTTP connection threads (0: max-concurrent-requests + max-queue-len + 16)")
       ->capture_default_str();
   cmd->add_flag("--allow-special-tokens-in-content", f->allow_special_tokens_in_content,
                 "Match special tokens inside message content as HF does (lets clients forge chat turns)");
-  cmd->callback([f] { run_serve(*f); });
+  add_vllm_serve_flags(*cmd, f->vllm, f->server);
+  group_serve_flags(*cmd);
+  cmd->callback([f] {
+    apply_vllm_serve_flags(f->vllm, f->model, f->server);
+    run_serve(*f);
+  });
 }
 
 }  // namespace qinfer::cli

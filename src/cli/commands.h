@@ -7,6 +7,7 @@
 
 namespace qinfer::cli {
 
+void register_download(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_make_test_model(CLI::App& app);
 void register_tokenize(CLI::App& app);

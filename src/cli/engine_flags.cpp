@@ -3,7 +3,9 @@
 namespace qinfer::cli {
 
 void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags) {
-  cmd.add_option("--max-num-seqs", backend.max_num_seqs, "Sequences in one batch, at most")->capture_default_str();
+  cmd.add_option("--max-num-seqs,--max-batch-size", backend.max_num_seqs,
+                 "Sequences in one batch, at most; TGI: --max-batch-size")
+      ->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", backend.max_num_batched_tokens, "Tokens in one step, at most")
       ->capture_default_str();
   cmd.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", flags.enable_prefix_caching,
@@ -12,7 +14,8 @@ void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags
   cmd.add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", flags.enable_chunked_prefill,
                "Split long prompts across steps next to decodes")
       ->capture_default_str();
-  cmd.add_option("--scheduling-policy", flags.scheduling_policy, "fcfs | priority | lpm (longest cached prefix first)")
+  cmd.add_option("--scheduling-policy,--scheduler-policy,--schedule-policy", flags.scheduling_policy,
+                 "fcfs | priority | lpm (longest cached prefix first); SGLang: --schedule-policy")
       ->check(CLI::IsMember({"fcfs", "priority", "lpm"}))
       ->capture_default_str();
 }

@@ -4,9 +4,11 @@
 
 #include "model/model_path.h"
 #include "model/test_model.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/logging.h"
+#include "util/progress.h"
 #include "util/thread_pool.h"
 
 namespace qinfer::cli {
@@ -16,7 +18,9 @@ constexpr const char* kDemoPreset = "tiny";
 }
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
-  cmd.add_option("--model", flags.model, "Model directory or Hugging Face repo id (ORG/NAME) in the local HF cache");
+  cmd.add_option("--model", flags.model,
+                 "Model directory, or a hub repo id (ORG/NAME) taken from the local cache and downloaded first when "
+                 "it is not there");
   cmd.add_option("--load-format", flags.load_format,
                  "auto: read safetensors; dummy: deterministic random weights from --config or --preset")
       ->check(CLI::IsMember({"auto", "dummy"}))
@@ -26,13 +30,16 @@ void add_model_flags(CLI::App& cmd, ModelFlags& flags) {
   cmd.add_option("--config", flags.config, "With --load-format dummy: a config.json");
   cmd.add_option("--tokenizer", flags.tokenizer, "Directory with tokenizer.json (default: the model's)");
   cmd.add_option("--weight-seed", flags.seed, "With --load-format dummy: weight seed")->capture_default_str();
+  add_hub_flags(cmd, flags.hub);
 }
 
 void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
   cmd.add_option("--device", o.device, "auto | cpu | cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  cmd.add_option("--max-model-len", o.max_model_len, "Context length (0: the model's)")->capture_default_str();
+  cmd.add_option("--max-model-len,--max-total-tokens", o.max_model_len,
+                 "Context length (0: the model's); TGI: --max-total-tokens")
+      ->capture_default_str();
   cmd.add_option("--gpu-memory-utilization", o.gpu_memory_utilization, "Fraction of GPU memory to use")
       ->check(CLI::Range(0.05, 0.99))
       ->capture_default_str();
@@ -47,6 +54,16 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
          "half the bytes, twice the blocks)")
       ->check(CLI::IsMember({"auto", "bf16", "fp8", "fp8_e4m3"}))
       ->default_str("auto");
+  cmd.add_option_function<std::string>(
+      "--kv-cache-memory-bytes",
+      [&o](const std::string& value) {
+        std::optional<int64_t> bytes = parse_byte_size(value);
+        if (!bytes || *bytes <= 0)
+          throw CLI::ValidationError("--kv-cache-memory-bytes",
+                                     "'" + value + "' is not a size in bytes (e.g. 8GiB, 4G, 4e9, 512MiB)");
+        o.kv_cache_bytes = *bytes;
+      },
+      "KV cache size, e.g. 8GiB or 4e9 (CPU default: 2GiB; CUDA default: what --gpu-memory-utilization leaves)");
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
   cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
 }
@@ -60,7 +77,7 @@ std::optional<std::filesystem::path> find_tokenizer_dir(const ModelFlags& flags)
     return fs::path(flags.tokenizer);
   }
   if (!flags.model.empty() && flags.load_format == "auto") {
-    fs::path dir = resolve_model_dir(flags.model);
+    fs::path dir = model_dir_from_flags(flags.model, flags.hub);
     return has_tokenizer(dir) ? std::optional(dir) : std::nullopt;
   }
   std::vector<fs::path> roots = {fs::current_path()};
@@ -86,9 +103,11 @@ std::shared_ptr<const LoadedModel> load_model_from_flags(const ModelFlags& flags
                          : flags.preset.empty() ? parse_model_config(read_json_file(flags.config), flags.config)
                                                 : test_model_preset(flags.preset);
     ThreadPool pool(0);
-    model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool));
+    ProgressReporter progress("generating dummy weights", config.num_parameters() * 2);  // bf16
+    model = std::make_shared<LoadedModel>(make_dummy_model(config, flags.seed, &pool, &progress));
+    progress.finish();
   } else {
-    model = std::make_shared<LoadedModel>(load_model(resolve_model_dir(flags.model)));
+    model = std::make_shared<LoadedModel>(load_model(model_dir_from_flags(flags.model, flags.hub)));
   }
   auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const ModelConfig& c = model->config;

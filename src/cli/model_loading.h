@@ -1,4 +1,5 @@
-// Flags shared by commands that load a model: --model, --load-format, --preset/--config for dummy weights.
+// Flags shared by commands that load a model: --model, --load-format, --preset/--config for dummy weights, and the
+// hub flags for an ORG/NAME model (--revision, --hf-token, --model-source).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "cli/model_source.h"
 #include "model/qwen3_weights.h"
 
 namespace qinfer::cli {
@@ -19,6 +21,7 @@ struct ModelFlags {
   std::string config;                // dummy: config.json path
   uint64_t seed = 0;                 // dummy: weight seed
   std::string tokenizer;             // directory with tokenizer.json (default: the model's)
+  HubFlags hub;                      // where an ORG/NAME model comes from when it is not cached
 };
 
 void add_model_flags(CLI::App& cmd, ModelFlags& flags);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -57,16 +58,24 @@ Engine::Engine(Backend& backend, EngineOptions options)
               backend.kv_cache().block_size,
               static_cast<int32_t>(backend.kv_cache().num_blocks),
               options_.max_n,
-              static_cast<bool>(options_.make_text_decoder)},
+              static_cast<bool>(options_.make_text_decoder),
+              options_.max_logprobs,
+              options_.max_prompt_tokens},
       blocks_(limits_.num_blocks, limits_.block_size, options_.enable_prefix_caching),
       scheduler_(scheduler_options(options_, limits_.max_model_len, backend.config()), blocks_),
-      seed_source_(std::random_device{}()) {
+      seed_source_(options_.seed ? *options_.seed : std::random_device{}()) {
   int64_t blocks_per_seq = blocks_.blocks_for_tokens(limits_.max_model_len);
-  if (blocks_per_seq > limits_.num_blocks)
+  if (blocks_per_seq > limits_.num_blocks) {
+    const KvCacheShape kv = backend.kv_cache();
+    const int64_t block_bytes = kv.num_blocks > 0 ? kv.bytes / kv.num_blocks : 0;
     throw Error(ErrorKind::kInvalidArgument,
                 "max_model_len " + std::to_string(limits_.max_model_len) + " needs " + std::to_string(blocks_per_seq) +
-                    " KV blocks for one sequence but the cache has " + std::to_string(limits_.num_blocks) +
-                    "; lower --max-model-len or give the KV cache more memory");
+                    " KV blocks (" + format_bytes(blocks_per_seq * block_bytes) +
+                    ") for one sequence but the cache has " + std::to_string(limits_.num_blocks) + " (" +
+                    format_bytes(kv.bytes) +
+                    "); lower --max-model-len or give the KV cache more memory (--kv-cache-memory-bytes; on a GPU "
+                    "also --gpu-memory-utilization)");
+  }
   if (options_.max_num_batched_tokens < options_.max_num_seqs)
     throw Error(ErrorKind::kInvalidArgument,
                 "max_num_batched_tokens (" + std::to_string(options_.max_num_batched_tokens) +
@@ -111,6 +120,11 @@ RequestHandle Engine::submit(GenerationRequest request) {
     seq->ignore_eos = request.ignore_eos;
     seq->stop_token_ids = request.stop_token_ids;
     seq->deadline = request.deadline;
+    if (request.constraint) {
+      seq->matcher = std::make_unique<grammar::GrammarMatcher>(request.constraint);
+      seq->allowed_tokens.assign(static_cast<size_t>(request.constraint->vocab().mask_words()), 0u);
+    }
+    seq->logit_bias = request.logit_bias;
     if (i > 0) seq->fork_parent = state->samples[0].seq.get();
     SampleState sample;
     sample.seq = std::move(seq);
@@ -169,10 +183,13 @@ bool Engine::step() {
   take_intake();
   expire_deadlines();
   bool ran = false;
+  batch_sequences_ = 0;
   if (scheduler_.has_work()) {
-    const Batch& batch = scheduler_.schedule();
+    Batch& batch = scheduler_.schedule();
+    batch.prepare_constraints = constraint_preparer(batch);
     if (!batch.sequences.empty()) {
       ran = true;
+      batch_sequences_ = static_cast<int32_t>(batch.sequences.size());
       mark_scheduled();
       updates_.clear();
       try {
@@ -192,6 +209,18 @@ bool Engine::step() {
   if (ran) step_seconds_ += std::chrono::duration<double>(Clock::now() - step_start).count();
   publish_stats();
   return ran;
+}
+
+std::function<void()> Engine::constraint_preparer(const Batch& batch) {
+  std::vector<Sequence*> constrained;
+  const std::vector<Sequence*> sequences = scheduler_.last_batch_sequences();
+  for (size_t i = 0; i < sequences.size(); ++i)
+    if (batch.sequences[i].sample && sequences[i]->matcher) constrained.push_back(sequences[i]);
+  if (constrained.empty()) return {};
+  // Runs inside Backend::step() while the device computes the forward.
+  return [constrained = std::move(constrained)] {
+    for (Sequence* seq : constrained) seq->matcher->fill_mask(seq->allowed_tokens);
+  };
 }
 
 void Engine::take_intake() {
@@ -229,6 +258,12 @@ void Engine::emit(const SequenceUpdate& update) {
   delta.token_ids.push_back(update.token);
   if (request.logprobs) delta.logprobs.push_back({update.token, update.logprob, update.top});
   FinishReason finish = update.finish_reason;
+  if (update.seq->matcher && !update.seq->matcher->accept_token(update.token) && finish == FinishReason::kNone) {
+    // Cannot happen while the backend honours the mask; never let such output pass as complete.
+    scheduler_.finish(update.seq, FinishReason::kError);
+    finish = FinishReason::kError;
+    delta.error = "the sampled token " + std::to_string(update.token) + " breaks the request's constraint";
+  }
   if (sample.decoder) {
     try {
       std::string text = sample.decoder->push(update.token);
@@ -324,6 +359,7 @@ void Engine::publish_stats() {
   stats.num_waiting = scheduler_.num_waiting();
   stats.num_free_blocks = blocks_.num_free_blocks();
   stats.num_blocks = blocks_.num_blocks();
+  stats.batch_sequences = batch_sequences_;
   stats.finished_requests = finished_requests_;
   stats.step_seconds = step_seconds_;
   stats.backend_seconds = backend_seconds_;

@@ -35,6 +35,9 @@ struct EngineOptions {
   bool enable_chunked_prefill = true;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int32_t max_n = 64;
+  int32_t max_logprobs = -1;      // top logprobs a request may ask for per token (-1: any the API allows)
+  int32_t max_prompt_tokens = 0;  // longest prompt accepted (0: max_model_len - 1)
+  std::optional<uint64_t> seed;   // seeds the random seeds of requests without one (absent: nondeterministic)
   std::optional<std::vector<int32_t>> eos_token_ids;  // absent: the model's
   TextDecoderFactory make_text_decoder;               // absent: token ids only
 };
@@ -51,6 +54,7 @@ struct EngineStats {
   int32_t num_waiting = 0;
   int32_t num_free_blocks = 0;
   int32_t num_blocks = 0;
+  int32_t batch_sequences = 0;  // sequences in the last step's batch (0 when the last step ran none)
   uint64_t finished_requests = 0;
   // Wall time of the steps that ran a batch, and the part of it inside Backend::step(); the difference is the
   // engine's host overhead (scheduling, postprocess, streaming), during which a synchronous backend's GPU is idle.
@@ -104,6 +108,8 @@ class Engine {
   void take_intake();
   void expire_deadlines();
   void emit(const SequenceUpdate& update);
+  // The batch's prepare_constraints: the masks of its constrained sampling sequences (empty when there are none).
+  std::function<void()> constraint_preparer(const Batch& batch);
   void end_request(RequestState& request, FinishReason reason, const std::string& error);
   void send(RequestState& request, StreamDelta delta);
   void fail_batch(const std::string& error);
@@ -124,6 +130,7 @@ class Engine {
   uint64_t finished_requests_ = 0;
   double step_seconds_ = 0;
   double backend_seconds_ = 0;
+  int32_t batch_sequences_ = 0;
 
   // Shared with submitting threads.
   std::mutex intake_mutex_;

@@ -13,6 +13,7 @@
 
 #include "backend/sampling.h"
 #include "engine/sequence.h"
+#include "grammar/compiled_grammar.h"
 
 namespace qinfer {
 
@@ -27,6 +28,10 @@ struct GenerationRequest {
   std::vector<std::string> stop;  // stop strings; need a text decoder
   bool logprobs = false;          // return the chosen token's logprob (and sampling.num_top_logprobs alternatives)
   int32_t priority = 0;           // lower first, under --scheduling-policy priority
+  // Constrained decoding: every sample's tokens follow this grammar (compiled for the engine's vocabulary; its stop
+  // ids are allowed only where it is complete). Null: unconstrained.
+  std::shared_ptr<const grammar::CompiledGrammar> constraint;
+  std::vector<LogitBias> logit_bias;  // OpenAI logit_bias: distinct ids in the vocabulary, biases in [-100, 100]
   std::optional<Clock::time_point> deadline;  // finished with reason "deadline" once passed
   // Called on the engine thread after new deltas are queued. Must return quickly and never block or throw
   // (e.g. wake an event loop). May be empty.

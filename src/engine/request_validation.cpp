@@ -30,6 +30,9 @@ int32_t validate_request(const GenerationRequest& request, const RequestLimits& 
   if (prompt_len >= limits.max_model_len)
     refuse("prompt has " + std::to_string(prompt_len) + " tokens; max_model_len is " +
            std::to_string(limits.max_model_len) + ", which leaves no room to generate");
+  if (limits.max_prompt_tokens > 0 && prompt_len > limits.max_prompt_tokens)
+    refuse("prompt has " + std::to_string(prompt_len) + " tokens; this server accepts at most " +
+           std::to_string(limits.max_prompt_tokens) + " (max_input_tokens)");
   int64_t room = limits.max_model_len - prompt_len;
   if (request.max_tokens && (*request.max_tokens < 1 || *request.max_tokens > room))
     refuse("max_tokens must be in [1, " + std::to_string(room) + "] (max_model_len " +
@@ -39,6 +42,9 @@ int32_t validate_request(const GenerationRequest& request, const RequestLimits& 
   if (request.n < 1 || request.n > limits.max_n)
     refuse("n must be in [1, " + std::to_string(limits.max_n) + "], got " + std::to_string(request.n));
   if (std::string problem = request.sampling.validate(limits.vocab_size); !problem.empty()) refuse(problem);
+  if (limits.max_logprobs >= 0 && request.logprobs && request.sampling.num_top_logprobs > limits.max_logprobs)
+    refuse("top logprobs: " + std::to_string(request.sampling.num_top_logprobs) +
+           " requested, this server allows at most " + std::to_string(limits.max_logprobs) + " (max_logprobs)");
   for (int32_t id : request.stop_token_ids)
     if (id < 0 || id >= limits.vocab_size)
       refuse("stop_token_ids contains " + std::to_string(id) + ", outside the vocabulary [0, " +
@@ -51,6 +57,21 @@ int32_t validate_request(const GenerationRequest& request, const RequestLimits& 
     if (stop.empty() || stop.size() > kMaxStopStringBytes)
       refuse("each stop string must have 1 to " + std::to_string(kMaxStopStringBytes) + " bytes, got " +
              std::to_string(stop.size()));
+  if (request.constraint && request.constraint->vocab().size() != limits.vocab_size)
+    refuse("the constraint was compiled for a vocabulary of " + std::to_string(request.constraint->vocab().size()) +
+           " ids, the model has " + std::to_string(limits.vocab_size));
+  for (size_t i = 0; i < request.logit_bias.size(); ++i) {
+    const LogitBias& b = request.logit_bias[i];
+    if (b.token < 0 || b.token >= limits.vocab_size)
+      refuse("logit_bias has token id " + std::to_string(b.token) + ", outside the vocabulary [0, " +
+             std::to_string(limits.vocab_size) + ")");
+    if (!(b.bias >= -100.0f && b.bias <= 100.0f))
+      refuse("logit_bias of token " + std::to_string(b.token) + " must be in [-100, 100], got " +
+             std::to_string(b.bias));
+    for (size_t j = 0; j < i; ++j)
+      if (request.logit_bias[j].token == b.token)
+        refuse("logit_bias lists token " + std::to_string(b.token) + " twice");
+  }
   int64_t needed = blocks_for_samples(prompt_len, prompt_len + max_tokens, request.n, limits.block_size);
   if (needed > limits.num_blocks)
     refuse("n = " + std::to_string(request.n) + " samples of up to " + std::to_string(prompt_len + max_tokens) +

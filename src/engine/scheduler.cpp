@@ -15,6 +15,18 @@ SchedulingPolicy parse_scheduling_policy(const std::string& name) {
   throw Error(ErrorKind::kInvalidArgument, "--scheduling-policy must be fcfs, priority or lpm, got '" + name + "'");
 }
 
+const char* scheduling_policy_name(SchedulingPolicy policy) {
+  switch (policy) {
+    case SchedulingPolicy::kFcfs:
+      return "fcfs";
+    case SchedulingPolicy::kPriority:
+      return "priority";
+    case SchedulingPolicy::kLpm:
+      return "lpm";
+  }
+  return "?";
+}
+
 Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks) : options_(std::move(options)), blocks_(blocks) {
   if (options_.max_num_seqs <= 0 || options_.max_num_batched_tokens <= 0 || options_.max_model_len <= 0)
     throw Error(ErrorKind::kInvalidArgument, "scheduler limits must be positive: max_num_seqs " +
@@ -28,7 +40,7 @@ void Scheduler::add(Sequence* seq) {
   insert_waiting(seq);
 }
 
-const Batch& Scheduler::schedule() {
+Batch& Scheduler::schedule() {
   ++step_counter_;
   scheduled_.clear();
   preempt_for_priority();
@@ -184,6 +196,10 @@ void Scheduler::build_batch() {
     entry.history = TokenHistory{seq.prompt(), seq.output()};
     entry.penalty_tokens = &seq.penalty_tokens;
     entry.sample_step = static_cast<uint64_t>(seq.num_output_tokens());
+    if (entry.sample) {
+      if (seq.matcher) entry.allowed_tokens = seq.allowed_tokens;
+      entry.logit_bias = seq.logit_bias;
+    }
     batch_.sequences.push_back(entry);
     auto first = seq.tokens.begin() + seq.num_computed;
     batch_.token_ids.insert(batch_.token_ids.end(), first, first + item.num_new_tokens);

@@ -30,6 +30,7 @@ enum class SchedulingPolicy {
 
 // "fcfs" | "priority" | "lpm"; throws Error(kInvalidArgument) otherwise.
 SchedulingPolicy parse_scheduling_policy(const std::string& name);
+const char* scheduling_policy_name(SchedulingPolicy policy);  // the inverse: "fcfs" | "priority" | "lpm"
 
 struct SchedulerOptions {
   int32_t max_num_seqs = 256;
@@ -71,7 +72,7 @@ class Scheduler {
   void add(Sequence* seq);
 
   // Picks the next batch. Empty (no sequences) when nothing can run.
-  const Batch& schedule();
+  Batch& schedule();
 
   // Applies the backend's results (one per sampling sequence, in batch order) to the sequences of the last batch:
   // advances num_computed, appends sampled tokens, applies stop conditions. Finished sequences release their blocks

@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "backend/sampling.h"
+#include "grammar/matcher.h"
 
 namespace qinfer {
 
@@ -47,6 +49,11 @@ struct Sequence {
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;  // stop even when ignore_eos is set
   std::optional<Clock::time_point> deadline;
+  // Constrained decoding: the sample's position in its constraint (null: none), the bitmask of the tokens it allows
+  // next ((vocab + 31) / 32 words, filled before each sampling step), and the request's logit_bias.
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  std::vector<uint32_t> allowed_tokens;
+  std::vector<LogitBias> logit_bias;
 
   // Samples 1..n-1 of a request wait until sample 0 has computed the prompt, then share its full prompt blocks.
   const Sequence* fork_parent = nullptr;

@@ -83,7 +83,7 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
     if (!(r > 0) || !std::isfinite(r))
       throw Error(ErrorKind::kInvalidArgument, "--request-rate values must be positive numbers");
 
-  CurlSession curl;
+  CurlSession curl("bench serve");
   const std::string base = server_base_url(o.url);
   BenchReport report;
   report.label = o.label;

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "loadgen/curl_api.h"
+#include "util/curl_api.h"
 #include "loadgen/prometheus_text.h"
 
 namespace qinfer::loadgen {

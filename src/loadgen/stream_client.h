@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "loadgen/curl_api.h"
+#include "util/curl_api.h"
 #include "loadgen/request_record.h"
 
 namespace qinfer::loadgen {

@@ -7,6 +7,7 @@
 
 #include "util/error.h"
 #include "util/half.h"
+#include "util/progress.h"
 #include "util/thread_pool.h"
 
 namespace qinfer {
@@ -160,7 +161,7 @@ void write_test_model(const std::filesystem::path& dir, const ModelConfig& confi
   }
 }
 
-LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPool* pool) {
+LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPool* pool, ProgressReporter* progress) {
   auto buffers = std::make_shared<std::map<std::string, std::vector<uint16_t>>>();
   std::map<std::string, TensorView> views;
   for (const auto& [name, shape] : qwen3_tensor_shapes(config)) {
@@ -175,6 +176,7 @@ LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPoo
     v.num_bytes = buf.size() * 2;
     v.file = "<dummy weights>";
     views[name] = v;
+    if (progress) progress->advance(static_cast<int64_t>(v.num_bytes));
   }
   LoadedModel m;
   m.config = config;

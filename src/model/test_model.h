@@ -14,6 +14,7 @@
 
 namespace qinfer {
 
+class ProgressReporter;
 class ThreadPool;
 
 // Presets: "tiny" (tied, head_dim 128, GQA 4:1, q width 2x hidden), "tiny-untied" (untied, head_dim 64, GQA 3:1,
@@ -52,7 +53,9 @@ void generate_test_tensor(const std::string& name, const std::vector<int64_t>& s
 void write_test_model(const std::filesystem::path& dir, const ModelConfig& config, uint64_t seed,
                       const std::optional<std::filesystem::path>& tokenizer_dir, ThreadPool* pool);
 
-// The same weights generated in memory, for `--load-format dummy` on the CPU.
-LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPool* pool);
+// The same weights generated in memory, for `--load-format dummy` on the CPU; `progress`, when given, advances by
+// each tensor's bytes.
+LoadedModel make_dummy_model(const ModelConfig& config, uint64_t seed, ThreadPool* pool,
+                             ProgressReporter* progress = nullptr);
 
 }  // namespace qinfer

@@ -26,9 +26,11 @@ CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model
   // The prefilled start of a forced call is part of the prompt; the parser sees it as text the model already wrote.
   if (work_.parse_tool_calls && !work_.assistant_prefill.empty())
     for (Choice& choice : choices_) choice.parser.push_prefill(work_.assistant_prefill);
+  if (work_.parse_reasoning)
+    for (Choice& choice : choices_) choice.reasoning.emplace(work_.prompt_opens_reasoning);
 }
 
-ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice) {
+ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice, std::string& reasoning) {
   const TimePoint now = std::chrono::steady_clock::now();
   if (!first_delta_seen_) {
     // Queue time = the wait for a server slot + the engine's queue, which ends when the engine first schedules the
@@ -36,11 +38,15 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
     const std::optional<TimePoint> first_scheduled =
         timing_.engine_stream ? timing_.engine_stream->first_scheduled() : std::nullopt;
     const TimePoint scheduled = first_scheduled.value_or(now);
-    metrics_.request_queue_time.observe(timing_.slot_wait_seconds + seconds_between(timing_.submitted, scheduled));
+    queue_seconds_ = timing_.slot_wait_seconds + seconds_between(timing_.submitted, scheduled);
+    metrics_.request_queue_time.observe(*queue_seconds_);
     first_delta_seen_ = true;
   }
   if (!delta.token_ids.empty()) {
-    if (!first_token_seen_) metrics_.time_to_first_token.observe(seconds_between(timing_.arrival, now));
+    if (!first_token_seen_) {
+      ttft_seconds_ = seconds_between(timing_.arrival, now);
+      metrics_.time_to_first_token.observe(*ttft_seconds_);
+    }
     if (choice.last_output) metrics_.inter_token_latency.observe(seconds_between(*choice.last_output, now));
     first_token_seen_ = true;
     choice.last_output = now;
@@ -50,16 +56,29 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
   if (delta.finish_reason == FinishReason::kDeadline && !failure_)
     failure_ = ApiError(504, "timeout_error", "the request ran past its deadline (--request-timeout)");
 
+  // Reasoning first: tool calls and content are what follows it.
+  std::string text = delta.text;
+  reasoning.clear();
+  if (choice.reasoning) {
+    ReasoningParser::Output split = choice.reasoning->push(text);
+    if (delta.finish_reason != FinishReason::kNone) {
+      ReasoningParser::Output rest = choice.reasoning->flush();
+      split.reasoning += rest.reasoning;
+      split.content += rest.content;
+    }
+    reasoning = std::move(split.reasoning);
+    text = std::move(split.content);
+  }
   ToolCallParser::Output out;
   if (work_.parse_tool_calls) {
-    out = choice.parser.push(delta.text);
+    out = choice.parser.push(text);
     if (delta.finish_reason != FinishReason::kNone) {
       ToolCallParser::Output rest = choice.parser.finish();
       out.content += rest.content;
       out.calls.insert(out.calls.end(), rest.calls.begin(), rest.calls.end());
     }
   } else {
-    out.content = delta.text;
+    out.content = std::move(text);
   }
   choice.calls.insert(choice.calls.end(), out.calls.begin(), out.calls.end());
   if (delta.finish_reason != FinishReason::kNone)
@@ -115,11 +134,12 @@ std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
   for (const StreamDelta& delta : deltas) {
     Choice& choice = choices_.at(static_cast<size_t>(delta.index));
     const size_t calls_before = choice.calls.size();
-    ToolCallParser::Output out = apply(delta, choice);
+    std::string reasoning;
+    ToolCallParser::Output out = apply(delta, choice, reasoning);
     const bool finished = delta.finish_reason != FinishReason::kNone;
     const bool with_logprobs = work_.generation.logprobs && !delta.logprobs.empty();
-    if (out.content.empty() && out.calls.empty() && !finished && !with_logprobs) continue;
-    if (out.calls.empty() && !finished && !with_logprobs) {
+    if (out.content.empty() && out.calls.empty() && reasoning.empty() && !finished && !with_logprobs) continue;
+    if (out.calls.empty() && reasoning.empty() && !finished && !with_logprobs) {
       events += content_event(choice, delta.index, out.content);  // most tokens: no JSON DOM
       choice.text_bytes += out.content.size();
       continue;
@@ -130,6 +150,10 @@ std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
       if (out.content.empty() && !out.calls.empty()) message.erase("content");
       if (!out.calls.empty()) message["tool_calls"] = tool_calls_json(out.calls, true, calls_before);
       if (finished && out.content.empty() && out.calls.empty()) message = nlohmann::json::object();
+      if (!reasoning.empty()) {
+        if (out.content.empty()) message.erase("content");
+        message["reasoning_content"] = reasoning;
+      }
       if (with_logprobs) item["logprobs"] = chat_logprobs_json(delta.logprobs, tokenizer_);
     } else if (with_logprobs) {
       item["logprobs"] = completion_logprobs_json(delta.logprobs, tokenizer_, choice.text_bytes);
@@ -155,8 +179,10 @@ std::string CompletionOutput::stream_end(const Usage& usage) {
 void CompletionOutput::absorb(std::vector<StreamDelta>& deltas) {
   for (StreamDelta& delta : deltas) {
     Choice& choice = choices_.at(static_cast<size_t>(delta.index));
-    ToolCallParser::Output out = apply(delta, choice);
+    std::string reasoning;
+    ToolCallParser::Output out = apply(delta, choice, reasoning);
     choice.text += out.content;
+    choice.reasoning_text += reasoning;
     for (TokenLogprobs& entry : delta.logprobs) choice.logprobs.push_back(std::move(entry));
   }
 }
@@ -177,6 +203,9 @@ nlohmann::json CompletionOutput::final_response(const Usage& usage) {
         if (is_blank(choice.text)) message["content"] = nullptr;
         message["tool_calls"] = tool_calls_json(choice.calls, false, 0);
       }
+      if (choice.reasoning)
+        message["reasoning_content"] =
+            choice.reasoning_text.empty() ? nlohmann::json(nullptr) : nlohmann::json(choice.reasoning_text);
       item["message"] = std::move(message);
     } else {
       item["text"] = choice.text;
@@ -194,11 +223,18 @@ nlohmann::json CompletionOutput::final_response(const Usage& usage) {
 }
 
 void CompletionOutput::record_finished(const Usage& usage) {
-  metrics_.prompt_tokens.inc(usage.prompt_tokens);
-  metrics_.generation_tokens.inc(usage.completion_tokens);
-  metrics_.e2e_request_latency.observe(seconds_between(timing_.arrival, std::chrono::steady_clock::now()));
+  FinishedRequest request;
+  request.engine_id = timing_.engine_stream ? timing_.engine_stream->request_id() : 0;
+  request.id = id_;
+  request.prompt_tokens = usage.prompt_tokens;
+  request.cached_tokens = usage.cached_tokens;
+  request.output_tokens = usage.completion_tokens;
+  request.queue_seconds = queue_seconds_;
+  request.ttft_seconds = ttft_seconds_;
+  request.duration_seconds = seconds_between(timing_.arrival, std::chrono::steady_clock::now());
   for (const Choice& choice : choices_)
-    metrics_.count_finish(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
+    request.finish_reasons.push_back(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
+  metrics_.record_finished(request);
 }
 
 }  // namespace qinfer::server

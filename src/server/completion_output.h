@@ -12,6 +12,7 @@
 #include "engine/request.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
+#include "server/reasoning_parser.h"
 #include "server/server_metrics.h"
 #include "server/tool_call_parser.h"
 #include "tokenizer/tokenizer.h"
@@ -42,7 +43,7 @@ class CompletionOutput {
 
   // Set when a choice ended with an error or the deadline: the request failed.
   const std::optional<ApiError>& failure() const { return failure_; }
-  // Records end-of-request metrics (tokens, e2e latency, finish reasons); call once.
+  // Records end-of-request metrics (tokens, e2e latency, finish reasons) and the request's log line; call once.
   void record_finished(const Usage& usage);
 
  private:
@@ -51,7 +52,9 @@ class CompletionOutput {
     std::vector<ParsedToolCall> calls;
     std::vector<TokenLogprobs> logprobs;
     ToolCallParser parser;
-    size_t text_bytes = 0;  // bytes of text already produced (completion logprobs' text_offset)
+    std::optional<ReasoningParser> reasoning;  // --reasoning-parser: splits <think>...</think> off first
+    std::string reasoning_text;                // reasoning so far (non-streaming)
+    size_t text_bytes = 0;                     // bytes of text already produced (completion logprobs' text_offset)
     std::string finish_reason;
     std::optional<TimePoint> last_output;
     bool role_sent = false;
@@ -59,8 +62,9 @@ class CompletionOutput {
     std::string content_event_before;
     std::string content_event_after;
   };
-  // Applies one delta to its choice; returns the content released by it and the tool calls it completed.
-  ToolCallParser::Output apply(const StreamDelta& delta, Choice& choice);
+  // Applies one delta to its choice; returns the content released by it and the tool calls it completed, and sets
+  // `reasoning` to the reasoning text it released.
+  ToolCallParser::Output apply(const StreamDelta& delta, Choice& choice, std::string& reasoning);
   nlohmann::json chunk(nlohmann::json choices) const;
   // A streamed choice item that carries only `content` (chat: delta.content; completions: text).
   nlohmann::json content_item(int32_t index, const std::string& content) const;
@@ -78,6 +82,8 @@ class CompletionOutput {
   std::vector<Choice> choices_;
   bool first_delta_seen_ = false;
   bool first_token_seen_ = false;
+  std::optional<double> queue_seconds_;  // set by the first delta
+  std::optional<double> ttft_seconds_;   // set by the first token
   std::optional<ApiError> failure_;
 };
 

@@ -100,6 +100,31 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
   check_model_name(work->model, runtime);
   GenerationRequest generation = work->generation;
   generation.prompt = build_prompt(*work, runtime);
+  if (kind == ApiKind::kChat && state.options().reasoning_parser == "qwen3") {
+    work->parse_reasoning = true;
+    // Whether the generation prompt opened <think> (Qwen3-4B-Thinking-2507's template does): the last of <think> and
+    // </think> in the prompt is an opening one.
+    const Tokenizer& tok = runtime.prompts->tokenizer();
+    const std::optional<int32_t> open = tok.token_id("<think>"), close = tok.token_id("</think>");
+    for (auto it = generation.prompt.rbegin(); it != generation.prompt.rend() && open && close; ++it) {
+      if (*it == *close) break;
+      if (*it == *open) {
+        work->prompt_opens_reasoning = true;
+        break;
+      }
+    }
+  }
+  for (const LogitBias& bias : generation.logit_bias)
+    if (bias.token >= runtime.vocab_size)
+      throw invalid_field("logit_bias", "logit_bias names token id " + std::to_string(bias.token) +
+                                            ", outside the vocabulary [0, " + std::to_string(runtime.vocab_size) + ")");
+  if (work->structured_output) {
+    try {
+      generation.constraint = runtime.grammars->compile(work->structured_output->constraint);
+    } catch (const Error& e) {
+      throw invalid_field(work->structured_output->param, work->structured_output->param + ": " + e.what());
+    }
+  }
   if (work->stop_after_tool_call)
     if (std::optional<int32_t> close = runtime.prompts->tokenizer().token_id("</tool_call>"))
       generation.stop_token_ids.push_back(*close);

@@ -111,6 +111,12 @@ Histogram& MetricsRegistry::histogram(const std::string& name, const std::string
   return *s.histogram;
 }
 
+void MetricsRegistry::declare_gauge(const std::string& name, const std::string& help) {
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = families_.try_emplace(name, Family{Type::kGauge, help, {}});
+  QINFER_CHECK(it->second.type == Type::kGauge, "metric registered twice with different types");
+}
+
 std::string MetricsRegistry::render() const {
   std::string out;
   std::lock_guard lock(mutex_);

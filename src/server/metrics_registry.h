@@ -66,6 +66,10 @@ class MetricsRegistry {
   Histogram& histogram(const std::string& name, const std::string& help, const std::vector<double>& upper_bounds,
                        const MetricLabels& labels = {});
 
+  // A gauge family with no series yet: /metrics lists its HELP and TYPE before (or without) any sample, so that
+  // dashboards can be checked against what is exported on machines that never produce it (no GPU).
+  void declare_gauge(const std::string& name, const std::string& help);
+
   // Text exposition format, families in name order.
   std::string render() const;
 

@@ -139,7 +139,9 @@ Json parse_messages(const Json& body) {
     if (content) {
       normalized["content"] = content_text(*content, param + ".content");
     } else if (*role == "assistant") {
-      normalized["content"] = nullptr;
+      // `content: null` beside tool_calls (what OpenAI and qinfer return) as "": some shipped templates test
+      // `'</think>' in message.content`, which fails on None, and none renders "" differently from None.
+      normalized["content"] = "";
     } else {
       throw invalid_field(param + ".content", param + ".content is required for role " + *role);
     }
@@ -259,6 +261,8 @@ void parse_common(const Json& body, const GenerationDefaults& defaults, Completi
   if (const Json* ids = find(body, "stop_token_ids"))
     work.generation.stop_token_ids = parse_id_array(*ids, "stop_token_ids");
   work.generation.ignore_eos = bool_field(body, "ignore_eos").value_or(false);
+  work.structured_output = parse_structured_output(body);
+  work.generation.logit_bias = parse_logit_bias(body);
   work.stream = bool_field(body, "stream").value_or(false);
   if (const Json* options = find(body, "stream_options")) {
     if (!options->is_object()) throw invalid_field("stream_options", "stream_options must be an object");

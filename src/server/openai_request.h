@@ -11,6 +11,7 @@
 #include "chat_template/chat_template.h"
 #include "engine/request.h"
 #include "model/config.h"
+#include "server/structured_output_request.h"
 
 namespace qinfer::server {
 
@@ -30,7 +31,14 @@ struct CompletionWork {
   // (`<tool_call>\n`, plus `{"name": "N", "arguments": ` when named). It is appended to the generation prompt and
   // fed to the tool-call parser as text already generated. Empty otherwise.
   std::string assistant_prefill;
-  bool stop_after_tool_call = false;  // named function: exactly one call, generation stops at its closing tag
+  bool stop_after_tool_call = false;
+  // --reasoning-parser (chat only): <think>...</think> goes to reasoning_content; prompt_opens_reasoning when the
+  // rendered prompt already opened it (set by the handler).
+  bool parse_reasoning = false;
+  bool prompt_opens_reasoning = false;
+  // response_format / structured_outputs / guided_*: compiled by the handler into generation.constraint.
+  std::optional<StructuredOutput>
+      structured_output;  // named function: exactly one call, generation stops at its closing tag
   // The body without per-delivery fields (stream, stream_options, user), sorted: the response-cache key.
   std::string cache_key;
   bool cacheable = false;  // greedy or seeded

@@ -1,5 +1,9 @@
 #include "server/server_metrics.h"
 
+#include <cstdio>
+
+#include "util/logging.h"
+
 namespace qinfer::server {
 namespace {
 
@@ -18,28 +22,76 @@ const std::vector<double>& token_latency_buckets() {
   return kBuckets;
 }
 
+constexpr const char* kGpuUtilization = "qinfer_gpu_utilization_ratio";
+constexpr const char* kGpuUtilizationHelp = "Fraction of time a kernel ran on the GPU (NVML)";
+constexpr const char* kGpuMemoryUsed = "qinfer_gpu_memory_used_bytes";
+constexpr const char* kGpuMemoryUsedHelp = "GPU memory in use (NVML)";
+constexpr const char* kGpuMemoryTotal = "qinfer_gpu_memory_total_bytes";
+constexpr const char* kGpuMemoryTotalHelp = "GPU memory in total (NVML)";
+
+// qinfer's histogram and, when vLLM's names are on, vLLM's twin of it.
+std::vector<Histogram*> with_twin(Histogram& own, Histogram* twin) {
+  std::vector<Histogram*> set = {&own};
+  if (twin) set.push_back(twin);
+  return set;
+}
+
+std::string seconds_text(const std::optional<double>& seconds) {
+  if (!seconds) return "-";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f s", *seconds);
+  return buffer;
+}
+
 }  // namespace
 
-ServerMetrics::ServerMetrics()
-    : time_to_first_token(registry_.histogram("qinfer_time_to_first_token_seconds",
-                                              "Time from request arrival to the first generated token",
-                                              request_latency_buckets())),
-      inter_token_latency(registry_.histogram("qinfer_inter_token_latency_seconds",
-                                              "Time between consecutive output deltas of one sample",
-                                              token_latency_buckets())),
-      e2e_request_latency(registry_.histogram("qinfer_e2e_request_latency_seconds",
-                                              "Time from request arrival to its last token",
-                                              request_latency_buckets())),
-      request_queue_time(registry_.histogram("qinfer_request_queue_time_seconds",
-                                             "Time a request waited for a server slot (--max-concurrent-requests)",
-                                             request_latency_buckets())),
-      prompt_tokens(registry_.counter("qinfer_prompt_tokens_total", "Prompt tokens of finished requests")),
-      generation_tokens(registry_.counter("qinfer_generation_tokens_total", "Generated tokens of finished requests")),
+std::string request_log_line(const FinishedRequest& r) {
+  std::string reasons;
+  for (const std::string& reason : r.finish_reasons) reasons += (reasons.empty() ? "" : ",") + reason;
+  return "request " + std::to_string(r.engine_id) + " " + r.id + ": prompt " + std::to_string(r.prompt_tokens) +
+         " tokens (" + std::to_string(r.cached_tokens) + " cached), output " + std::to_string(r.output_tokens) +
+         " tokens, queue " + seconds_text(r.queue_seconds) + ", TTFT " + seconds_text(r.ttft_seconds) + ", duration " +
+         seconds_text(r.duration_seconds) + ", finish " + (reasons.empty() ? "abort" : reasons);
+}
+
+ServerMetrics::ServerMetrics(const MetricsOptions& options)
+    : vllm_(options.vllm_model_name ? std::make_unique<VllmMetrics>(registry_, *options.vllm_model_name) : nullptr),
+      time_to_first_token(with_twin(
+          registry_.histogram("qinfer_time_to_first_token_seconds",
+                              "Time from request arrival to the first generated token", request_latency_buckets()),
+          vllm_ ? &vllm_->time_to_first_token : nullptr)),
+      inter_token_latency([&] {
+        std::vector<Histogram*> set = {&registry_.histogram("qinfer_inter_token_latency_seconds",
+                                                            "Time between consecutive output deltas of one sample",
+                                                            token_latency_buckets())};
+        if (vllm_) set.insert(set.end(), {&vllm_->inter_token_latency, &vllm_->time_per_output_token});
+        return set;
+      }()),
+      request_queue_time(
+          with_twin(registry_.histogram("qinfer_request_queue_time_seconds",
+                                        "Time a request waited for a server slot (--max-concurrent-requests)",
+                                        request_latency_buckets()),
+                    vllm_ ? &vllm_->request_queue_time : nullptr)),
       response_cache_hits(registry_.counter("qinfer_response_cache_hits_total", "Requests answered from the cache")),
       response_cache_misses(
           registry_.counter("qinfer_response_cache_misses_total", "Cacheable requests not found in the cache")),
       client_disconnects(registry_.counter("qinfer_client_disconnects_total",
-                                           "Streams whose client went away before the end (request aborted)")) {}
+                                           "Streams whose client went away before the end (request aborted)")),
+      e2e_request_latency_(
+          with_twin(registry_.histogram("qinfer_e2e_request_latency_seconds",
+                                        "Time from request arrival to its last token", request_latency_buckets()),
+                    vllm_ ? &vllm_->e2e_request_latency : nullptr)),
+      prompt_tokens_(registry_.counter("qinfer_prompt_tokens_total", "Prompt tokens of finished requests")),
+      generation_tokens_(registry_.counter("qinfer_generation_tokens_total", "Generated tokens of finished requests")),
+      log_requests_(options.log_requests) {
+  declare_gpu_gauges();
+}
+
+void ServerMetrics::declare_gpu_gauges() {
+  registry_.declare_gauge(kGpuUtilization, kGpuUtilizationHelp);
+  registry_.declare_gauge(kGpuMemoryUsed, kGpuMemoryUsedHelp);
+  registry_.declare_gauge(kGpuMemoryTotal, kGpuMemoryTotalHelp);
+}
 
 void ServerMetrics::count_status(int status) {
   registry_
@@ -48,10 +100,22 @@ void ServerMetrics::count_status(int status) {
       .inc();
 }
 
-void ServerMetrics::count_finish(const std::string& reason) {
-  registry_
-      .counter("qinfer_request_success_total", "Finished generations, by finish reason", {{"finished_reason", reason}})
-      .inc();
+void ServerMetrics::record_finished(const FinishedRequest& request) {
+  prompt_tokens_.inc(request.prompt_tokens);
+  generation_tokens_.inc(request.output_tokens);
+  e2e_request_latency_.observe(request.duration_seconds);
+  if (vllm_) {
+    vllm_->prompt_tokens.inc(request.prompt_tokens);
+    vllm_->generation_tokens.inc(request.output_tokens);
+  }
+  for (const std::string& reason : request.finish_reasons) {
+    registry_
+        .counter("qinfer_request_success_total", "Finished generations, by finish reason",
+                 {{"finished_reason", reason}})
+        .inc();
+    if (vllm_) vllm_->count_finish(reason);
+  }
+  if (log_requests_) spdlog::info("{}", request_log_line(request));
 }
 
 std::string ServerMetrics::render(const EngineStats* engine, const std::vector<GpuReading>& gpus) {
@@ -63,12 +127,15 @@ std::string ServerMetrics::render(const EngineStats* engine, const std::vector<G
   Counter& prefix_hits = registry_.counter("qinfer_prefix_cache_hits_total", "Prompt tokens found in the prefix cache");
   Counter& preemptions = registry_.counter("qinfer_num_preemptions_total", "Sequences preempted by the scheduler");
   Counter& steps = registry_.counter("qinfer_engine_steps_total", "Engine steps (batches) run");
+  Gauge& batch_size = registry_.gauge("qinfer_batch_size", "Sequences in the engine's last step (0 when idle)");
   if (engine) {
     running.set(engine->num_running);
     waiting.set(engine->num_waiting);
     kv_usage.set(engine->num_blocks > 0
                      ? 1.0 - static_cast<double>(engine->num_free_blocks) / static_cast<double>(engine->num_blocks)
                      : 0.0);
+    batch_size.set(engine->batch_sequences);
+    if (vllm_) vllm_->refresh(*engine, kv_usage.value());
     prefix_queries.set_total(static_cast<double>(engine->blocks.prefix_query_tokens));
     prefix_hits.set_total(static_cast<double>(engine->blocks.prefix_hit_tokens));
     preemptions.set_total(static_cast<double>(engine->scheduler.preemptions));
@@ -76,12 +143,9 @@ std::string ServerMetrics::render(const EngineStats* engine, const std::vector<G
   }
   for (const GpuReading& gpu : gpus) {
     const MetricLabels labels = {{"gpu", std::to_string(gpu.index)}};
-    registry_.gauge("qinfer_gpu_utilization_ratio", "Fraction of time a kernel ran on the GPU (NVML)", labels)
-        .set(gpu.utilization_ratio);
-    registry_.gauge("qinfer_gpu_memory_used_bytes", "GPU memory in use (NVML)", labels)
-        .set(static_cast<double>(gpu.memory_used_bytes));
-    registry_.gauge("qinfer_gpu_memory_total_bytes", "GPU memory in total (NVML)", labels)
-        .set(static_cast<double>(gpu.memory_total_bytes));
+    registry_.gauge(kGpuUtilization, kGpuUtilizationHelp, labels).set(gpu.utilization_ratio);
+    registry_.gauge(kGpuMemoryUsed, kGpuMemoryUsedHelp, labels).set(static_cast<double>(gpu.memory_used_bytes));
+    registry_.gauge(kGpuMemoryTotal, kGpuMemoryTotalHelp, labels).set(static_cast<double>(gpu.memory_total_bytes));
   }
   return registry_.render();
 }

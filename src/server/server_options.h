@@ -25,6 +25,10 @@ struct ServerOptions {
   double health_stall_seconds = 60;       // /health fails when the engine has work but no step ran for this long
   int retry_after_seconds = 1;            // Retry-After sent with 429
   int http_threads = 0;                   // 0: max_concurrent_requests + max_queue_len + 16
+  bool log_requests = true;               // one info line per finished request (--disable-log-requests: off)
+  bool vllm_metrics = false;              // --metrics-compat vllm: also export vLLM's metric names
+  std::string metrics_model_name;         // the model_name label of vLLM's metrics (the served model name)
+  std::string reasoning_parser;           // --reasoning-parser: "" (off) or "qwen3"
 };
 
 }  // namespace qinfer::server

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/grammar_compiler.h"
 #include "server/admission.h"
 #include "server/client_connection.h"
 #include "server/engine_watchdog.h"
@@ -29,6 +30,7 @@ namespace qinfer::server {
 struct ModelRuntime {
   Engine* engine = nullptr;
   const PromptBuilder* prompts = nullptr;
+  grammar::GrammarCompiler* grammars = nullptr;  // compiles structured-output constraints (cached by their text)
   const EngineWatchdog* watchdog = nullptr;
   std::string served_model_name;
   int32_t max_model_len = 0;
@@ -77,6 +79,10 @@ class ServerState {
  public:
   explicit ServerState(ServerOptions options)
       : options_(std::move(options)),
+        metrics_(MetricsOptions{.vllm_model_name = options_.vllm_metrics
+                                                       ? std::optional<std::string>(options_.metrics_model_name)
+                                                       : std::nullopt,
+                                .log_requests = options_.log_requests}),
         admission_(options_.max_concurrent_requests, options_.max_queue_len),
         cache_(options_.response_cache_size),
         gpu_probe_(GpuProbe::open()),

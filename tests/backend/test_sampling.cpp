@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <utility>
@@ -197,6 +198,31 @@ TEST(PenaltyTokens, FollowTheHistoryTokenByToken) {
       tokens.add_output(output.back());
       EXPECT_EQ(counts_of(tokens), penalty_counts_of_history(p, prompt, output)) << "step " << step;
     }
+  }
+}
+
+}  // namespace
+}  // namespace qinfer
+
+namespace qinfer {
+namespace {
+
+TEST(LogitConstraints, MaskThenBias) {
+  std::vector<float> logits = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  const std::vector<uint32_t> allowed = {0b10110u};  // tokens 1, 2, 4
+  const std::vector<LogitBias> bias = {{2, 10.0f}, {0, 100.0f}};
+  apply_logit_constraints(logits, allowed, bias);
+  EXPECT_EQ(logits[0], -std::numeric_limits<float>::infinity());  // masked stays masked whatever its bias
+  EXPECT_EQ(logits[1], 2.0f);
+  EXPECT_EQ(logits[2], 13.0f);
+  EXPECT_EQ(logits[3], -std::numeric_limits<float>::infinity());
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  EXPECT_EQ(sample_token(logits, greedy, {}, 0).token, 2);
+  SamplingParams random;
+  for (uint64_t step = 0; step < 200; ++step) {
+    const int32_t t = sample_token(logits, random, {}, step).token;
+    EXPECT_TRUE(t == 1 || t == 2 || t == 4) << t;
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/sampling_flags.h"
+#include "run_qinfer.h"
 #include "util/error.h"
 
 namespace qinfer::cli {
@@ -67,22 +68,6 @@ TEST(SamplingFlags, OutOfRangeValuesNameTheField) {
       EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
     }
   }
-}
-
-struct ProcessResult {
-  int exit_code;
-  std::string output;  // standard output and standard error
-};
-
-ProcessResult run_qinfer(const std::string& args) {
-  const std::string command = std::string(QINFER_BIN) + " --log-level warn " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
 TEST(BenchLatencyCommand, SamplesWithTheGivenSettingsAndReportsThem) {

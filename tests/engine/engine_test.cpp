@@ -470,5 +470,67 @@ TEST(Engine, RefusesLimitsThatCannotWork) {
   EXPECT_THROW(Engine(backend, options), Error);
 }
 
+// --max-input-tokens and --max-logprobs: server limits below what the model allows.
+TEST(Engine, RefusesPromptsAndLogprobsBeyondTheServerLimits) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  EngineOptions options = engine_options();
+  options.max_prompt_tokens = 20;
+  options.max_logprobs = 2;
+  Engine engine(backend, options);
+  GenerationRequest r = greedy_request(tokens_from(1, 21), 5);
+  try {
+    engine.submit(r);
+    ADD_FAILURE() << "a 21-token prompt was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 20 (max_input_tokens)"), std::string::npos) << e.what();
+  }
+  r.prompt = tokens_from(1, 20);
+  EXPECT_NO_THROW(engine.submit(r));
+  r.logprobs = true;
+  r.sampling.num_top_logprobs = 3;
+  try {
+    engine.submit(r);
+    ADD_FAILURE() << "3 top logprobs were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 2 (max_logprobs)"), std::string::npos) << e.what();
+  }
+  r.sampling.num_top_logprobs = 2;
+  EXPECT_NO_THROW(engine.submit(r));
+  run_until_idle(engine);
+}
+
+// --seed: requests without a seed draw the same seeds in every engine started with it.
+TEST(Engine, EngineSeedMakesUnseededRequestsRepeat) {
+  auto sample = [](std::optional<uint64_t> engine_seed) {
+    FakeModelSpec spec = fake_model();
+    FakeBackend backend(spec);
+    EngineOptions options = engine_options();
+    options.seed = engine_seed;
+    Engine engine(backend, options);
+    GenerationRequest r = greedy_request(tokens_from(3, 6), 12);
+    r.sampling.temperature = 1.0f;
+    r.ignore_eos = true;
+    RequestHandle handle = engine.submit(r);
+    run_until_idle(engine);
+    return collect(*handle.stream, 1).tokens[0];
+  };
+  EXPECT_EQ(sample(5), sample(5));
+  EXPECT_NE(sample(5), sample(6));
+}
+
+TEST(Engine, StatsReportTheLastBatchSize) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  Engine engine(backend, engine_options());
+  engine.submit(greedy_request(tokens_from(1, 4), 3));
+  engine.submit(greedy_request(tokens_from(9, 4), 3));
+  ASSERT_TRUE(engine.step());
+  EXPECT_EQ(engine.stats().batch_sequences, 2);
+  run_until_idle(engine);
+  EXPECT_FALSE(engine.step());
+  EXPECT_EQ(engine.stats().batch_sequences, 0);
+}
+
 }  // namespace
 }  // namespace qinfer::testing

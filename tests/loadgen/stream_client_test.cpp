@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "loadgen/curl_api.h"
+#include "util/curl_api.h"
 
 namespace qinfer::loadgen {
 namespace {
@@ -73,7 +73,7 @@ std::string body(const std::string& prompt) { return nlohmann::json{{"prompt", p
 
 class StreamClientTest : public ::testing::Test {
  protected:
-  CurlSession curl_;
+  CurlSession curl_{"the stream client test"};
   FakeServer server_;
 };
 
@@ -117,7 +117,7 @@ TEST_F(StreamClientTest, ConcurrencyCapAndArrivals) {
 }
 
 TEST(StreamClient, ConnectErrorWhenNothingListens) {
-  CurlSession curl;
+  CurlSession curl("the stream client test");
   // A port that was free a moment ago and has no listener: bound without listen(), then closed.
   const int probe = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};

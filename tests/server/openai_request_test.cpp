@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "server/api_error.h"
 
 namespace qinfer::server {
@@ -83,7 +86,7 @@ TEST(OpenAiRequest, MessagesAreNormalised) {
   const Json& m = w.chat.messages;
   EXPECT_EQ(m[0]["role"], "system");
   EXPECT_EQ(m[1]["content"], "a\nb");
-  EXPECT_TRUE(m[2]["content"].is_null());
+  EXPECT_EQ(m[2]["content"], "");  // null content is given to templates as ""
   // Arguments become an object, keeping the client's key order for the template's tojson.
   EXPECT_EQ(m[2]["tool_calls"][0]["function"]["arguments"].dump(), "{\"z\":1,\"a\":2}");
   EXPECT_EQ(m[3]["tool_call_id"], "c1");
@@ -166,6 +169,37 @@ TEST(OpenAiRequest, CacheKeyIgnoresDeliveryFieldsAndKeyOrder) {
   Json c = {{"prompt", "x"}, {"temperature", 0}, {"max_tokens", 4}};
   EXPECT_NE(parse_completion_request(a, model_defaults()).cache_key,
             parse_completion_request(c, model_defaults()).cache_key);
+}
+
+}  // namespace
+}  // namespace qinfer::server
+
+namespace qinfer::server {
+namespace {
+
+// A tool loop as clients send it (assistant content null beside tool_calls, then the tool's result) renders with every
+// shipped template.
+TEST(OpenAiRequest, ToolLoopWithNullContentRendersWithEveryShippedTemplate) {
+  const Json body = Json::parse(R"({"messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]})");
+  const CompletionWork work = parse_chat_request(body, model_defaults());
+  const std::filesystem::path dir = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/data/chat_templates";
+  int rendered = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".jinja") continue;
+    std::ifstream in(entry.path());
+    const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const ChatTemplate tmpl = ChatTemplate::from_source(source, "<s>", "</s>");
+    std::string text;
+    EXPECT_NO_THROW(text = tmpl.render(work.chat)) << entry.path();
+    EXPECT_NE(text.find("Paris"), std::string::npos) << entry.path();
+    ++rendered;
+  }
+  EXPECT_GE(rendered, 7);
 }
 
 }  // namespace

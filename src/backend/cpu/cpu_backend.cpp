@@ -4,13 +4,34 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_ops.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 
 namespace qinfer {
 
 namespace {
+
 constexpr int64_t kDefaultKvBytes = int64_t{2} << 30;
+
+// Bytes of every weight tensor as stored (the tied lm_head is the embedding, counted once).
+int64_t weight_bytes(const Qwen3Weights& w) {
+  int64_t bytes = static_cast<int64_t>(w.embed_tokens.num_bytes + w.final_norm.num_bytes);
+  if (w.lm_head.data != w.embed_tokens.data) bytes += static_cast<int64_t>(w.lm_head.num_bytes);
+  for (const Qwen3LayerWeights& l : w.layers)
+    for (const TensorView* t : {&l.input_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_norm, &l.k_norm, &l.o_proj,
+                                &l.post_attn_norm, &l.gate_proj, &l.up_proj, &l.down_proj})
+      bytes += static_cast<int64_t>(t->num_bytes);
+  return bytes;
 }
+
+// fp32 buffers of forward_logits for a step of `tokens` tokens and `samples` sampled sequences: the residual, norm
+// and projection rows per token, and the logits per sample.
+int64_t activation_bytes(const ModelConfig& c, int64_t tokens, int64_t samples) {
+  const int64_t per_token = 3 * int64_t{c.hidden_size} + 2 * c.q_width() + 2 * c.kv_width() + 2 * c.intermediate_size;
+  return int64_t{sizeof(float)} * (tokens * per_token + samples * (c.vocab_size + c.hidden_size));
+}
+
+}  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
     : model_(std::move(model)), pool_(options.num_threads) {
@@ -29,11 +50,14 @@ CpuBackend::CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOp
   const int64_t blocks_per_seq = (max_model_len_ + options.block_size - 1) / options.block_size;
   int64_t num_blocks = std::min(bytes / bytes_per_block, blocks_per_seq * std::max(1, options.max_num_seqs));
   if (num_blocks < 1)
-    throw Error(ErrorKind::kOutOfMemory, "KV cache of " + std::to_string(bytes) + " bytes holds no block of " +
-                                             std::to_string(bytes_per_block) + " bytes");
+    throw Error(ErrorKind::kOutOfMemory, "KV cache of " + format_bytes(bytes) + " holds no block of " +
+                                             format_bytes(bytes_per_block) + "; raise --kv-cache-memory-bytes");
   kv_shape_ = {num_blocks, options.block_size, num_blocks * bytes_per_block, options.kv_cache_dtype};
   kv_cache_ = std::make_unique<CpuKvCache>(options.kv_cache_dtype, c.num_layers, num_blocks, options.block_size,
                                            c.num_kv_heads, c.head_dim);
+  memory_plan_.weights = weight_bytes(model_->weights);
+  memory_plan_.activations = activation_bytes(c, options.max_num_batched_tokens, options.max_num_seqs);
+  memory_plan_.kv = kv_shape_;
   inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
   cpu::rope_inv_freq(c.rope_theta, c.head_dim, inv_freq_.data());
 }
@@ -160,12 +184,14 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
 
 std::vector<SampleResult> CpuBackend::step(const Batch& batch) {
   std::vector<float> logits = forward_logits(batch);
+  if (batch.prepare_constraints) batch.prepare_constraints();
   std::vector<SampleResult> results;
   const size_t vocab = static_cast<size_t>(model_->config.vocab_size);
   size_t row = 0;
   for (const BatchSequence& s : batch.sequences) {
     if (!s.sample) continue;
-    std::span<const float> row_logits(logits.data() + row * vocab, vocab);
+    std::span<float> row_logits(logits.data() + row * vocab, vocab);
+    if (s.constrained()) apply_logit_constraints(row_logits, s.allowed_tokens, s.logit_bias);
     results.push_back(sample_token(row_logits, *s.sampling, s.history, s.sample_step));
     ++row;
   }

@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
   const ModelConfig& config() const override { return model_->config; }
   KvCacheShape kv_cache() const override { return kv_shape_; }
   int max_model_len() const override { return max_model_len_; }
+  MemoryPlan memory_plan() const override { return memory_plan_; }
   std::vector<SampleResult> step(const Batch& batch) override;
   std::vector<float> forward_logits(const Batch& batch) override;
 
@@ -35,6 +36,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   int max_model_len_ = 0;
   KvCacheShape kv_shape_;
+  MemoryPlan memory_plan_;
   std::unique_ptr<CpuKvCache> kv_cache_;
   std::vector<float> inv_freq_;  // [head_dim / 2]
 };

@@ -9,6 +9,10 @@ namespace qinfer::cuda {
 
 namespace {
 
+static_assert(sizeof(LogitBias) == sizeof(DeviceLogitBias) &&
+                  offsetof(LogitBias, token) == offsetof(DeviceLogitBias, token) &&
+                  offsetof(LogitBias, bias) == offsetof(DeviceLogitBias, bias),
+              "logit_bias entries are uploaded as DeviceLogitBias bytes");
 static_assert(sizeof(PenaltyTokenCount) == sizeof(PenaltyEntry) &&
                   offsetof(PenaltyTokenCount, token) == offsetof(PenaltyEntry, token) &&
                   offsetof(PenaltyTokenCount, output_count) == offsetof(PenaltyEntry, output_count),
@@ -121,6 +125,13 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
       d.penalty_begin = plan.num_penalties;
       d.penalty_end = plan.num_penalties += static_cast<int32_t>(part.count);
       if (part.count > 0) penalty_parts.push_back(part);
+      if (!s.allowed_tokens.empty()) {
+        d.mask_index = static_cast<int32_t>(plan.masks.size());
+        plan.masks.push_back(s.allowed_tokens);
+      }
+      d.bias_begin = plan.num_biases;
+      d.bias_end = plan.num_biases += static_cast<int32_t>(s.logit_bias.size());
+      if (!s.logit_bias.empty()) plan.biases.push_back(s.logit_bias);
       plan.sampling_params.push_back(d);
     }
     token_row += s.num_tokens;

@@ -43,6 +43,13 @@ struct BatchPlan {
   std::vector<std::span<const std::byte>> penalty_parts;
   std::vector<PenaltyEntry> owned_penalties;
   int32_t num_penalties = 0;
+
+  // Constraints: views of the batch's allowed-token masks (mask_index order) and logit_bias lists (bias_begin order),
+  // read only after the batch's prepare_constraints() (sampling_constraints.h uploads them then).
+  std::vector<std::span<const uint32_t>> masks;
+  std::vector<std::span<const LogitBias>> biases;
+  int32_t num_biases = 0;
+  bool constrained() const { return !masks.empty() || num_biases > 0; }
 };
 
 // Builds the plan of a validated batch. The plan's penalty_parts view the batch's penalty lists: it is valid while

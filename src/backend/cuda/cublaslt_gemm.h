@@ -6,7 +6,7 @@
 // the bucket's upper end, and reused for every m in the bucket after a one-time check that it supports that exact
 // shape. The backend times the heuristic's first candidates for every bucket at load time (tune()), which chooses them
 // all up front: the first one is 3-6 % slower than the best on the Qwen3-4B prefill shapes, and the 64-sequence
-// decode step is 3 % faster with the timed choice (docs/CUDA_NOTES.md).
+// decode step is 3 % faster with the timed choice (docs/CUDA_DESIGN.md, "cuBLASLt").
 #pragma once
 
 #include <cublasLt.h>

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "util/half.h"
 #include "util/logging.h"
+#include "util/progress.h"
 
 namespace qinfer::cuda {
 
@@ -124,24 +125,31 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   gpu.bytes = total;
   auto* base = static_cast<std::byte*>(gpu.storage.data());
   auto at = [&](size_t offset) { return reinterpret_cast<const __nv_bfloat16*>(base + offset); };
+  auto linear = [&](size_t offset, int n, int k) { return LinearWeight{WeightFormat::kBf16, at(offset), n, k}; };
+  const int hidden = c.hidden_size, inter = c.intermediate_size;
   gpu.embed = at(embed_offset);
-  gpu.lm_head = at(lm_head_offset);
+  gpu.lm_head = linear(lm_head_offset, c.vocab_size, hidden);
   gpu.final_norm = at(final_norm_offset);
-  for (const LayerOffsets& o : layer_offsets)
-    gpu.layers.push_back({at(o.input_norm), at(o.qkv), at(o.q_norm), at(o.k_norm), at(o.o_proj), at(o.post_attn_norm),
-                          at(o.gate_up), at(o.down)});
+  for (const LayerOffsets& o : layer_offsets) {
+    GpuLayerWeights& l = gpu.layers.emplace_back();
+    l.input_norm = at(o.input_norm);
+    l.qkv = linear(o.qkv, c.q_width() + 2 * c.kv_width(), hidden);
+    l.q_norm = at(o.q_norm);
+    l.k_norm = at(o.k_norm);
+    l.o_proj = linear(o.o_proj, hidden, c.q_width());
+    l.post_attn_norm = at(o.post_attn_norm);
+    l.gate_up = linear(o.gate_up, 2 * inter, hidden);
+    l.down = linear(o.down, hidden, inter);
+  }
 
   StagedUploader uploader(base, stream);
-  size_t uploaded = 0, next_report = total / 4;
+  ProgressReporter progress("uploading weights", static_cast<int64_t>(total));
   for (const UploadItem& item : items) {
     uploader.upload(*item.source, item.device_offset);
-    uploaded += static_cast<size_t>(item.source->num_elements()) * 2;
-    if (uploaded >= next_report && next_report < total) {
-      spdlog::info("uploading weights: {}%", uploaded * 100 / total);
-      next_report += total / 4;
-    }
+    progress.advance(item.source->num_elements() * 2);
   }
   uploader.finish();
+  progress.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info("weights on the GPU: {:.2f} GiB in {:.2f} s ({} layers, {})", static_cast<double>(total) / (1u << 30),
                seconds, c.num_layers, tied ? "tied embeddings" : "separate lm_head");

@@ -8,19 +8,20 @@
 #include <vector>
 
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/linear_layer.h"
 #include "model/qwen3_weights.h"
 
 namespace qinfer::cuda {
 
 struct GpuLayerWeights {
   const __nv_bfloat16* input_norm = nullptr;      // [hidden]
-  const __nv_bfloat16* qkv = nullptr;             // [q_width + 2*kv_width, hidden]: q rows, then k, then v
+  LinearWeight qkv;                               // [q_width + 2*kv_width, hidden]: q rows, then k, then v
   const __nv_bfloat16* q_norm = nullptr;          // [head_dim]
   const __nv_bfloat16* k_norm = nullptr;          // [head_dim]
-  const __nv_bfloat16* o_proj = nullptr;          // [hidden, q_width]
+  LinearWeight o_proj;                            // [hidden, q_width]
   const __nv_bfloat16* post_attn_norm = nullptr;  // [hidden]
-  const __nv_bfloat16* gate_up = nullptr;         // [2*intermediate, hidden]: gate rows, then up
-  const __nv_bfloat16* down = nullptr;            // [hidden, intermediate]
+  LinearWeight gate_up;                           // [2*intermediate, hidden]: gate rows, then up
+  LinearWeight down;                              // [hidden, intermediate]
 };
 
 struct GpuWeights {
@@ -28,7 +29,7 @@ struct GpuWeights {
   std::vector<GpuLayerWeights> layers;
   const __nv_bfloat16* embed = nullptr;       // [vocab, hidden]
   const __nv_bfloat16* final_norm = nullptr;  // [hidden]
-  const __nv_bfloat16* lm_head = nullptr;     // [vocab, hidden]; == embed when tied
+  LinearWeight lm_head;                       // [vocab, hidden]; the embedding's bytes when tied
   size_t bytes = 0;
 };
 

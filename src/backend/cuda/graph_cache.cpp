@@ -58,18 +58,33 @@ std::string kernel_node_name(cudaGraphNode_t node) {
   return name;
 }
 
-size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view successor_name_part,
-                                             std::string_view predecessor_kept) {
+void GraphNodeRoles::mark_last_launch(cudaStream_t stream, GraphNodeRole role) {
+  cudaStreamCaptureStatus status{};
+  const cudaGraphNode_t* last = nullptr;
+  size_t count = 0;
+  CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &last, nullptr, &count));
+  if (status != cudaStreamCaptureStatusActive) return;
+  QINFER_CHECK(count == 1, "the node just captured is the stream's only capture dependency");
+  roles_[last[0]] = role;
+}
+
+bool GraphNodeRoles::has(cudaGraphNode_t node, GraphNodeRole role) const {
+  const auto it = roles_.find(node);
+  if (it == roles_.end()) return false;
+  return it->second == role ||
+         (role == GraphNodeRole::kDecodeAttention && it->second == GraphNodeRole::kRegisterDecodeAttention);
+}
+
+size_t start_dependents_at_launch_completion(cudaGraph_t graph, const GraphNodeFilter& rewrite_into,
+                                             const GraphNodeFilter& keep_out_of) {
   const GraphEdges edges = graph_edges(graph);
   size_t rewritten = 0;
   for (size_t i = 0; i < edges.data.size(); ++i) {
     const cudaGraphEdgeData& data = edges.data[i];
     if (data.type != cudaGraphDependencyTypeProgrammatic || data.from_port != cudaGraphKernelNodePortProgrammatic)
       continue;
-    if (!successor_name_part.empty() && kernel_node_name(edges.to[i]).find(successor_name_part) == std::string::npos)
-      continue;
-    if (!predecessor_kept.empty() && kernel_node_name(edges.from[i]).find(predecessor_kept) != std::string::npos)
-      continue;
+    if (rewrite_into && !rewrite_into(edges.to[i])) continue;
+    if (keep_out_of && keep_out_of(edges.from[i])) continue;
     cudaGraphEdgeData at_launch = data;
     at_launch.from_port = cudaGraphKernelNodePortLaunchCompletion;
     replace_edge(graph, edges, i, at_launch);
@@ -78,17 +93,27 @@ size_t start_dependents_at_launch_completion(cudaGraph_t graph, std::string_view
   return rewritten;
 }
 
-void DecodeGraphCache::launch(const DecodeGraphKey& key, const std::function<void()>& enqueue, cudaStream_t stream) {
+void DecodeGraphCache::launch(const DecodeGraphKey& key, const std::function<void(GraphNodeRoles&)>& enqueue,
+                              cudaStream_t stream) {
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     if (graphs_.size() >= kMaxGraphs) clear();
     cudaGraph_t graph = nullptr;
+    GraphNodeRoles roles;
     CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    enqueue();
+    enqueue(roles);
     CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    start_dependents_at_launch_completion(
-        graph, key.padded_sequences <= kLaunchCompletionMaxSequences ? std::string_view{} : kDecodeAttentionNamePart,
-        kRegisterAttentionNamePart);
+    const auto into_decode_attention = [&](cudaGraphNode_t node) {
+      return roles.has(node, GraphNodeRole::kDecodeAttention);
+    };
+    const auto out_of_register_attention = [&](cudaGraphNode_t node) {
+      return roles.has(node, GraphNodeRole::kRegisterDecodeAttention);
+    };
+    start_dependents_at_launch_completion(graph,
+                                          key.padded_sequences <= kLaunchCompletionMaxSequences
+                                              ? GraphNodeFilter{}
+                                              : GraphNodeFilter(into_decode_attention),
+                                          out_of_register_attention);
     cudaGraphExec_t exec = nullptr;
     CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     CUDA_CHECK(cudaGraphDestroy(graph));

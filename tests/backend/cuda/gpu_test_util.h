@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/device_capabilities.h"
 #include "util/half.h"
 
 #define SKIP_WITHOUT_GPU()                                                    \
@@ -21,6 +22,26 @@
     const std::string gpu_reason = ::qinfer::cuda_unavailable_reason();       \
     if (!gpu_reason.empty()) GTEST_SKIP() << "no usable GPU: " << gpu_reason; \
   } while (0)
+
+namespace qinfer::cuda {
+
+// The test process's device, queried once (tests drive one device, as the backend does).
+inline const DeviceCapabilities& test_device() {
+  static const DeviceCapabilities device = query_device_capabilities();
+  return device;
+}
+
+// The test device as a planner with `num_sms` SMs would see it (plans for other GPU sizes).
+inline DeviceCapabilities test_device_with_sms(int num_sms) {
+  DeviceCapabilities device = test_device();
+  device.num_sms = num_sms;
+  return device;
+}
+
+// Kernels enqueued on `stream` (the default stream when null) of the test device.
+inline KernelStream test_stream(cudaStream_t stream = nullptr) { return {stream, test_device()}; }
+
+}  // namespace qinfer::cuda
 
 namespace qinfer::cuda::testing {
 

@@ -180,18 +180,18 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     p.head_dim = c.head_dim;
     p.block_size = block_size;
     p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    plan_decode_attention_splits(p, planned_context, num_sms);
+    plan_decode_attention_splits(p, planned_context, test_device_with_sms(num_sms));
     return p;
   };
 
   if ((c.kernel == DecodeAttentionKernel::kBulkCopy || c.kernel == DecodeAttentionKernel::kBulkCopyTwoStage) &&
-      !decode_attention_bulk_copy_available(attention_params(fused)))
+      !decode_attention_bulk_copy_available(attention_params(fused), test_device()))
     GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build and a compute 9.0 device";
-  launch_qk_norm_rope_cache_write(rope_params(unfused), nullptr);
-  launch_decode_attention(attention_params(unfused), nullptr, c.kernel);
+  launch_qk_norm_rope_cache_write(rope_params(unfused), test_stream());
+  launch_decode_attention(attention_params(unfused), test_stream(), c.kernel);
   DecodeAttentionParams p = attention_params(fused);
   p.rope = rope_params(fused);  // fused.q stays poisoned: the fused kernel must not read it
-  launch_decode_attention(p, nullptr, c.kernel);
+  launch_decode_attention(p, test_stream(), c.kernel);
 
   EXPECT_TRUE(same_bytes(fused.out.download(), unfused.out.download())) << "attention output";
   if (c.fp8) {

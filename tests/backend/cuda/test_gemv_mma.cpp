@@ -44,8 +44,8 @@ TEST(GemvMma, MatchesReferenceForEveryShape) {
     for (const GemvMmaShape shape : gemv_mma_shapes()) {
       DeviceArray<__nv_bfloat16> dy(static_cast<size_t>(rows) * n);
       DeviceArray<float> dy32(static_cast<size_t>(rows) * n);
-      launch_gemv_mma({dx.get(), dw.get(), dy.get(), false, rows, n, k}, shape, nullptr);
-      launch_gemv_mma({dx.get(), dw.get(), dy32.get(), true, rows, n, k}, shape, nullptr);
+      launch_gemv_mma({dx.get(), dw.get(), dy.get(), false, rows, n, k}, shape, test_stream());
+      launch_gemv_mma({dx.get(), dw.get(), dy32.get(), true, rows, n, k}, shape, test_stream());
       EXPECT_LT(relative_error(dy.download(), ref), kBf16Tolerance) << describe(shape, rows, n, k);
       EXPECT_LT(relative_error(dy32.download(), ref), 1e-5) << describe(shape, rows, n, k);
     }
@@ -61,9 +61,9 @@ TEST(GemvMma, RowResultsDoNotDependOnTheBatch) {
   DeviceArray<__nv_bfloat16> dx(x), dw(w);
   for (const GemvMmaShape shape : gemv_mma_shapes()) {
     DeviceArray<float> all(static_cast<size_t>(kRows) * kN), first(kN), first_three(3 * kN);
-    launch_gemv_mma({dx.get(), dw.get(), all.get(), true, kRows, kN, kK}, shape, nullptr);
-    launch_gemv_mma({dx.get(), dw.get(), first.get(), true, 1, kN, kK}, shape, nullptr);
-    launch_gemv_mma({dx.get(), dw.get(), first_three.get(), true, 3, kN, kK}, shape, nullptr);
+    launch_gemv_mma({dx.get(), dw.get(), all.get(), true, kRows, kN, kK}, shape, test_stream());
+    launch_gemv_mma({dx.get(), dw.get(), first.get(), true, 1, kN, kK}, shape, test_stream());
+    launch_gemv_mma({dx.get(), dw.get(), first_three.get(), true, 3, kN, kK}, shape, test_stream());
     const auto batch = all.download(), one = first.download(), three = first_three.download();
     for (int o = 0; o < kN; ++o) {
       ASSERT_EQ(one[o], batch[o]) << describe(shape, 1, kN, kK) << " output " << o;
@@ -89,11 +89,11 @@ TEST(GemvMma, SwigluMatchesReferenceAndUnfusedPath) {
       DeviceArray<__nv_bfloat16> gate_up(static_cast<size_t>(rows) * 2 * inter),
           unfused(static_cast<size_t>(rows) * inter), fused(static_cast<size_t>(rows) * inter);
       GemvParams linear{dx.get(), dw.get(), gate_up.get(), false, rows, 2 * inter, k};
-      launch_gemv_mma(linear, shape, nullptr);
-      launch_swiglu({gate_up.get(), unfused.get(), rows, inter}, nullptr);
+      launch_gemv_mma(linear, shape, test_stream());
+      launch_swiglu({gate_up.get(), unfused.get(), rows, inter}, test_stream());
       linear.y = fused.get();
       linear.swiglu = true;
-      launch_gemv_mma(linear, shape, nullptr);
+      launch_gemv_mma(linear, shape, test_stream());
       const auto got = fused.download(), want = unfused.download();
       EXPECT_LT(relative_error(got, ref), kBf16Tolerance) << describe(shape, rows, 2 * inter, k);
       for (size_t i = 0; i < got.size(); ++i)
@@ -108,7 +108,7 @@ TEST(GemvMma, RejectsUnsupportedShapes) {
   EXPECT_FALSE(gemv_mma_supports({x.get(), w.get(), y.get(), false, 1, 2, 40}));
   EXPECT_FALSE(gemv_mma_supports({x.get(), w.get(), y.get(), false, 17, 2, 32}));
   EXPECT_TRUE(gemv_mma_supports({x.get(), w.get(), y.get(), false, 16, 2, 32}));
-  EXPECT_THROW(launch_gemv_mma({x.get(), w.get(), y.get(), false, 1, 2, 32}, {6, 4}, nullptr), Error);
+  EXPECT_THROW(launch_gemv_mma({x.get(), w.get(), y.get(), false, 1, 2, 32}, {6, 4}, test_stream()), Error);
 }
 
 }  // namespace

@@ -42,8 +42,8 @@ TEST_P(GemvTest, MatchesReference) {
   const auto w = random_bf16(static_cast<size_t>(n) * k, rng, 1.0f / std::sqrt(static_cast<float>(k)));
   DeviceArray<__nv_bfloat16> dx(x), dw(w), dy(static_cast<size_t>(m) * n);
   DeviceArray<float> dy32(static_cast<size_t>(m) * n);
-  launch_gemv({dx.get(), dw.get(), dy.get(), false, m, n, k}, nullptr);
-  launch_gemv({dx.get(), dw.get(), dy32.get(), true, m, n, k}, nullptr);
+  launch_gemv({dx.get(), dw.get(), dy.get(), false, m, n, k}, test_stream());
+  launch_gemv({dx.get(), dw.get(), dy32.get(), true, m, n, k}, test_stream());
   const auto ref = reference_linear(to_double(x), to_double(w), m, n, k);
   EXPECT_LT(relative_error(dy.download(), ref), kBf16Tolerance);
   EXPECT_LT(relative_error(dy32.download(), ref), 1e-5);
@@ -117,7 +117,7 @@ TEST(Embedding, GathersRows) {
   DeviceArray<__nv_bfloat16> dtable(table);
   DeviceArray<int32_t> dids(ids);
   DeviceArray<float> out(ids.size() * hidden);
-  launch_embedding({dids.get(), dtable.get(), out.get(), static_cast<int>(ids.size()), hidden}, nullptr);
+  launch_embedding({dids.get(), dtable.get(), out.get(), static_cast<int>(ids.size()), hidden}, test_stream());
   std::vector<double> ref;
   for (int32_t id : ids)
     for (int i = 0; i < hidden; ++i) ref.push_back(testing::to_float(table[static_cast<size_t>(id) * hidden + i]));
@@ -153,7 +153,7 @@ TEST(FusedAddRmsNorm, AddsNormalisesAndGathers) {
   p.num_rows = rows;
   p.hidden = hidden;
   p.eps = eps;
-  launch_fused_add_rmsnorm(p, nullptr);
+  launch_fused_add_rmsnorm(p, test_stream());
   EXPECT_LT(relative_error(out.download(), ref), kBf16Tolerance);
   EXPECT_LT(relative_error(dres.download(), sum), 1e-7);
 
@@ -167,7 +167,7 @@ TEST(FusedAddRmsNorm, AddsNormalisesAndGathers) {
   g.write_residual = false;
   g.num_rows = 2;
   g.out = gathered.get();
-  launch_fused_add_rmsnorm(g, nullptr);
+  launch_fused_add_rmsnorm(g, test_stream());
   std::vector<double> gathered_ref;
   for (int r : rows_wanted)
     gathered_ref.insert(gathered_ref.end(), ref.begin() + static_cast<ptrdiff_t>(r) * hidden,
@@ -182,7 +182,7 @@ TEST(Swiglu, MatchesReference) {
   const auto gate_up = random_bf16(static_cast<size_t>(tokens) * 2 * inter, rng, 4.0f);
   const auto ref = reference_swiglu(to_double(gate_up), tokens, inter);
   DeviceArray<__nv_bfloat16> dgu(gate_up), out(ref.size());
-  launch_swiglu({dgu.get(), out.get(), tokens, inter}, nullptr);
+  launch_swiglu({dgu.get(), out.get(), tokens, inter}, test_stream());
   EXPECT_LT(relative_error(out.download(), ref), kBf16Tolerance);
 }
 
@@ -197,11 +197,11 @@ TEST(GemvSwiglu, MatchesReferenceAndUnfusedPath) {
     DeviceArray<__nv_bfloat16> dx(x), dw(w), gate_up(static_cast<size_t>(rows) * 2 * inter),
         unfused(static_cast<size_t>(rows) * inter), fused(static_cast<size_t>(rows) * inter);
     GemvParams linear{dx.get(), dw.get(), gate_up.get(), false, rows, 2 * inter, k};
-    launch_gemv(linear, nullptr);
-    launch_swiglu({gate_up.get(), unfused.get(), rows, inter}, nullptr);
+    launch_gemv(linear, test_stream());
+    launch_swiglu({gate_up.get(), unfused.get(), rows, inter}, test_stream());
     linear.y = fused.get();
     linear.swiglu = true;
-    launch_gemv(linear, nullptr);
+    launch_gemv(linear, test_stream());
 
     const auto ref = reference_swiglu(reference_linear(to_double(x), to_double(w), rows, 2 * inter, k), rows, inter);
     const auto got = fused.download();
@@ -297,7 +297,7 @@ TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
   p.head_dim = head_dim;
   p.block_size = block_size;
   p.eps = static_cast<float>(eps);
-  launch_qk_norm_rope_cache_write(p, nullptr);
+  launch_qk_norm_rope_cache_write(p, test_stream());
 
   // Reference: norm then rotate-half RoPE, in double (angles from the same fp32 frequencies).
   auto norm_rope = [&](const __nv_bfloat16* x, const std::vector<__nv_bfloat16>& w, int position) {
@@ -348,7 +348,7 @@ TEST_P(QkNormRopeTest, WritesQueriesAndCache) {
   p.v_fp8 = v_fp8.get();
   p.k_scales = k_scales.get();
   p.v_scales = v_scales.get();
-  launch_qk_norm_rope_cache_write(p, nullptr);
+  launch_qk_norm_rope_cache_write(p, test_stream());
   const int exact_k = expect_fp8_cache_matches_host_quantiser(k_out, k_fp8.download(), k_scales.download(), slots,
                                                               positions, false, kv_heads, head_dim, block_size);
   const int exact_v = expect_fp8_cache_matches_host_quantiser(v_out, v_fp8.download(), v_scales.download(), slots,

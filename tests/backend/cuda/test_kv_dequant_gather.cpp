@@ -75,7 +75,7 @@ TEST_P(KvDequantGather, MatchesTheHostCodecBitForBit) {
   params.num_kv_heads = kKvHeads;
   params.block_size = block_size;
   params.head_dim = head_dim;
-  launch_kv_dequant_gather(params, nullptr);
+  launch_kv_dequant_gather(params, test_stream());
   CUDA_CHECK(cudaGetLastError());
 
   const auto check = [&](const char* name, const std::vector<__nv_bfloat16>& out, const std::vector<uint8_t>& cache,
@@ -123,7 +123,7 @@ TEST(KvDequantGatherLaunch, NoBlocksIsANoOp) {
   params.num_kv_heads = 8;
   params.block_size = 16;
   params.head_dim = 128;
-  launch_kv_dequant_gather(params, nullptr);
+  launch_kv_dequant_gather(params, test_stream());
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 

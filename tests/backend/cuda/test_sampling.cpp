@@ -167,7 +167,7 @@ TEST(GpuSampling, MatchesHostReference) {
     DeviceArray<LogitsChunkStats> stats(static_cast<size_t>(rows_per_case * sampling_chunks(vocab)));
     SamplingKernelParams p{dlogits.get(), work.get(),    probs.get(), dparams.get(), dpenalties.get(),
                            results.get(), rows_per_case, vocab,       stats.get()};
-    launch_sampling(p, nullptr);
+    launch_sampling(p, test_stream());
     const auto got = results.download();
     int bound_rows = 0;
     for (int r = 0; r < rows_per_case; ++r) {

@@ -14,10 +14,15 @@ export function loadOpenAI() {
   return mod.default ?? mod.OpenAI ?? mod;
 }
 
-// Starts the server; resolves once /health answers 200. `args` are extra flags.
-export async function startServer(args = [], { env = {} } = {}) {
-  const proc = spawn(BIN, ['serve', '--model', MODEL, '--port', '0', '--max-model-len', '1024', '--threads', '1',
-    '--served-model-name', 'tiny', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+// Starts the server on the test model; resolves once /health answers 200. `args` are extra flags.
+export async function startServer(args = [], options = {}) {
+  return startServerWith(['--model', MODEL, '--port', '0', '--max-model-len', '1024', '--threads', '1',
+    '--served-model-name', 'tiny', ...args], options);
+}
+
+// Starts `qinfer serve` with exactly `args` (they must include `--port 0`); resolves once /health answers 200.
+export async function startServerWith(args, { env = {} } = {}) {
+  const proc = spawn(BIN, ['serve', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('server did not report its port:\n' + log)), 30000);

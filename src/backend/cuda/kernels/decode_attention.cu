@@ -33,16 +33,18 @@ constexpr int resident_blocks_per_sm(bool fp8, bool fp8_bulk_copy, bool two_stag
 }
 
 // The kernel a launch asked for `kernel` runs: kAuto's choice, and over an fp8 cache kBulkCopyTwoStage as kBulkCopy.
-DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
-  if (kernel == DecodeAttentionKernel::kAuto) return decode_attention_auto_kernel(p);
+DecodeAttentionKernel resolve_auto(const DecodeAttentionParams& p, DecodeAttentionKernel kernel,
+                                   const DeviceCapabilities& device) {
+  if (kernel == DecodeAttentionKernel::kAuto) return decode_attention_auto_kernel(p, device);
   if (kernel == DecodeAttentionKernel::kBulkCopyTwoStage && p.k_fp8 != nullptr) return DecodeAttentionKernel::kBulkCopy;
   return kernel;
 }
 
 // Whether an fp8 launch asked for `kernel` runs the Hopper fp8 kernel: it serves head_dim 128 and groups of at most 8.
-bool runs_fp8_bulk_copy(const DecodeAttentionParams& p, DecodeAttentionKernel kernel) {
-  return p.k_fp8 != nullptr && resolve_auto(p, kernel) == DecodeAttentionKernel::kBulkCopy && p.head_dim == 128 &&
-         fp8_head_blocks(p.num_heads / p.num_kv_heads) == 1;
+bool runs_fp8_bulk_copy(const DecodeAttentionParams& p, DecodeAttentionKernel kernel,
+                        const DeviceCapabilities& device) {
+  return p.k_fp8 != nullptr && resolve_auto(p, kernel, device) == DecodeAttentionKernel::kBulkCopy &&
+         p.head_dim == 128 && fp8_head_blocks(p.num_heads / p.num_kv_heads) == 1;
 }
 
 // grid (num_splits, num_kv_heads, num_decode). The query heads of one GQA group are the rows of an m16 tile, so K and
@@ -115,15 +117,16 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(DecodeAttentionP
 }
 
 template <int kHeadDim>
-void launch_for_head_dim(const DecodeAttentionParams& p, cudaStream_t stream) {
+void launch_for_head_dim(const DecodeAttentionParams& p, const KernelStream& stream) {
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim>(), "merge scratch must fit");
   const int shared = ring_bytes<kHeadDim>() + fused_query_stage_bytes<kHeadDim>(p);
   launch_decode_blocks(decode_attention_kernel<kHeadDim>, p, shared, stream, p);
 }
 
-// Estimated cost of a plan in 32nds of a tile per resident slot: full or partial waves of blocks times (tiles per
-// block plus about two tiles' worth of pipeline fill and merge per block), plus `merge_per_split` for each split of a
-// sequence (the last block of each (sequence, KV head) merges the splits one after another).
+// Estimated cost of a plan in 32nds of a tile per resident slot (docs/CUDA_DESIGN.md, "Decode attention: the split
+// plan"): full or partial waves of blocks times (tiles per block plus about two tiles' worth of pipeline fill and merge
+// per block), plus `merge_per_split` for each split of a sequence (the last block of each (sequence, KV head) merges
+// the splits one after another).
 int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block, int64_t splits, int64_t merge_per_split) {
   constexpr int64_t kBlockOverheadTiles = 2;
   return (blocks + capacity - 1) / capacity * (tiles_per_block + kBlockOverheadTiles) * 32 + splits * merge_per_split;
@@ -132,31 +135,31 @@ int64_t plan_cost(int64_t blocks, int64_t capacity, int64_t tiles_per_block, int
 }  // namespace
 
 int decode_attention_register_context(int num_decode, bool fp8) {
-  // Measured on the H200 (docs/PERFORMANCE.md "Session 13", runs 73-74; contexts are the graphs' power-of-two
-  // buckets): 1-2 sequences keep the register kernel up to 8 K (bf16 2 x 8 K+: bulk copy 3.97 against 4.29 ms per
-  // step), 3-4 up to 2 K over bf16 and 8 K over fp8 (which reads half the bytes per key). fp8 with 1-2 sequences was
-  // not measured past 8 K and keeps the register kernel.
+  // Measured on the H200 (docs/CUDA_DESIGN.md, "Decode attention: which kernel"; contexts are the graphs'
+  // power-of-two buckets): 1-2 sequences keep the register kernel up to 8 K (bf16 2 x 8 K+: bulk copy 3.97 against 4.29
+  // ms per step), 3-4 up to 2 K over bf16 and 8 K over fp8 (which reads half the bytes per key). fp8 with 1-2 sequences
+  // was not measured past 8 K and keeps the register kernel.
   if (num_decode <= 2) return fp8 ? std::numeric_limits<int>::max() : 8192;
   return fp8 ? 8192 : 2048;
 }
 
-DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& p) {
+DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& p, const DeviceCapabilities& device) {
   if (p.num_decode <= kDecodeAttentionRegisterBatch &&
       p.planned_context <= decode_attention_register_context(p.num_decode, p.k_fp8 != nullptr))
     return DecodeAttentionKernel::kRegisters;
-  // pool_blocks first: a plan made without a pool (unknown) must not query the device.
-  if (p.pool_blocks > 0 && decode_attention_bulk_copy_available(p))
+  if (decode_attention_bulk_copy_available(p, device))
     return p.k_fp8 == nullptr && p.num_decode <= kDecodeAttentionTwoStageBatch
                ? DecodeAttentionKernel::kBulkCopyTwoStage
                : DecodeAttentionKernel::kBulkCopy;
   return DecodeAttentionKernel::kCpAsync;
 }
 
-void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, int num_sms) {
+void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len, const DeviceCapabilities& device) {
   p.planned_context = max_context_len;
+  const int num_sms = device.num_sms;
   const int64_t pairs = static_cast<int64_t>(p.num_decode) * p.num_kv_heads;
-  const DecodeAttentionKernel kernel = decode_attention_auto_kernel(p);
-  const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, kernel);
+  const DecodeAttentionKernel kernel = decode_attention_auto_kernel(p, device);
+  const bool fp8 = p.k_fp8 != nullptr, fp8_bulk = runs_fp8_bulk_copy(p, kernel, device);
   const bool two_stage = kernel == DecodeAttentionKernel::kBulkCopyTwoStage;
   const int64_t capacity =
       static_cast<int64_t>(num_sms) * (p.head_dim == 64 ? resident_blocks_per_sm<64>(fp8, fp8_bulk, two_stage)
@@ -166,8 +169,8 @@ void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len,
   const int64_t max_splits =
       std::min<int64_t>(tiles, (static_cast<int64_t>(p.num_decode) + 4 * num_sms) / std::max(1, p.num_decode));
   // The fp8 kernel's tiles cost so little that the serial split merge shows: 5/32 of a tile per split puts the plans
-  // of 1 x 1 K, 1 x 8 K and 8 x 4 K where runs R1-R2 of docs/CUDA_NOTES.md "fp8 decode attention, keys as rows"
-  // measured them fastest (8, 32 and 8 splits). Not measured for the bf16 kernels, which keep their plans.
+  // of 1 x 1 K, 1 x 8 K and 8 x 4 K where forced plans measured them fastest (8, 32 and 8 splits; docs/CUDA_DESIGN.md,
+  // "Decode attention: the split plan"). Not measured for the bf16 kernels, which keep their plans.
   const int64_t merge_per_split = fp8 ? 5 : 0;
   int64_t best_tiles = tiles, best_cost = std::numeric_limits<int64_t>::max();
   for (int64_t splits = 1; splits <= max_splits; ++splits) {
@@ -185,15 +188,16 @@ void plan_decode_attention_splits(DecodeAttentionParams& p, int max_context_len,
 
 int decode_attention_max_split_rows(int max_decode, int num_sms) { return max_decode + 4 * num_sms; }
 
-void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream, DecodeAttentionKernel kernel) {
+void launch_decode_attention(const DecodeAttentionParams& params, const KernelStream& stream,
+                             DecodeAttentionKernel kernel) {
   if (params.num_decode == 0) return;
   QINFER_CHECK(params.num_heads % params.num_kv_heads == 0 && params.num_heads / params.num_kv_heads <= kGroupRows &&
                params.tokens_per_split % kTileTokens == 0);
   const bool fp8 = params.k_fp8 != nullptr;
-  kernel = resolve_auto(params, kernel);
+  kernel = resolve_auto(params, kernel, stream.device);
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;
-    if (runs_fp8_bulk_copy(params, kernel))
+    if (runs_fp8_bulk_copy(params, kernel, stream.device))
       launch_decode_attention_fp8_bulk_copy(params, stream);
     else if (fp8 && kernel == DecodeAttentionKernel::kRegisters)
       launch_decode_attention_fp8_registers(params, stream);

@@ -4,7 +4,7 @@
 // (sequence, KV head) when `split_counters` is given, else by a second kernel. For each cache dtype two kernels share
 // that structure and differ in how K/V tiles reach shared memory: 16-byte cp.async per thread (sm_80+), or on Hopper
 // the bulk tensor copy engine over the paged pool (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu;
-// docs/CUDA_NOTES.md has the measurements).
+// docs/CUDA_DESIGN.md, "Decode attention: the family", says why and what each reaches).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 
 namespace qinfer::cuda {
@@ -61,61 +62,64 @@ struct DecodeAttentionParams {
 // 3 tiles at 2 (over an fp8 cache it runs as kBulkCopy). kAuto (decode_attention_auto_kernel): the register kernel for
 // at most kDecodeAttentionRegisterBatch sequences whose planned context is within decode_attention_register_context;
 // else the bulk-copy kernel where it can run (decode_attention_bulk_copy_available), over a bf16 cache the 2-stage one
-// for at most kDecodeAttentionTwoStageBatch sequences; else the cp.async kernel (docs/PERFORMANCE.md "Session 7",
-// "Session 12", "Session 13" and "Session 17" have the measurements behind the thresholds). Over an fp8 cache with
+// for at most kDecodeAttentionTwoStageBatch sequences; else the cp.async kernel (docs/CUDA_DESIGN.md, "Decode
+// attention: which kernel", has the measurements behind the thresholds). Over an fp8 cache with
 // head_dim 64 (no copy-engine swizzle lands its tile layout) or GQA groups above 8 (the bulk-copy kernel's tile step
 // holds one block of 8 heads), kBulkCopy runs the cp.async fp8 kernel.
 enum class DecodeAttentionKernel { kAuto, kCpAsync, kBulkCopy, kBulkCopyTwoStage, kRegisters };
 constexpr int kDecodeAttentionRegisterBatch = 4;
-// Up to this many sequences the 2-stage bulk-copy kernel's finer splits fill the GPU in one wave and win (runs
-// 100-101: 8-24 sequences at 0.5-4 K, -1 to -6 % per step); from 32 on its one tile in flight per block loses (+9 %).
+// Up to this many sequences the 2-stage bulk-copy kernel's finer splits fill the GPU in one wave and win (measured:
+// 8-24 sequences at 0.5-4 K, -1 to -6 % per step); from 32 on its one tile in flight per block loses (+9 %).
 constexpr int kDecodeAttentionTwoStageBatch = 24;
 
 // The longest planned context at which kAuto still runs the register kernel for `num_decode` sequences (1 to
 // kDecodeAttentionRegisterBatch). The register kernel loads each split's keys once, without a pipeline: it wins while
-// the splits are short, and the bulk-copy kernel's ring wins beyond (runs 73-74: 4 bf16 sequences in the 2 K bucket
+// the splits are short, and the bulk-copy kernel's ring wins beyond (measured: 4 bf16 sequences in the 2 K bucket
 // 3.13 against 3.25 ms per step, in the 4 K bucket 3.50 against 3.41, in the 16 K bucket 5.75 against 4.74).
 int decode_attention_register_context(int num_decode, bool fp8);
 
 // The kernel a kAuto launch over `params` runs (its splits planned).
-DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& params);
+DecodeAttentionKernel decode_attention_auto_kernel(const DecodeAttentionParams& params,
+                                                   const DeviceCapabilities& device);
 
 // Picks tokens_per_split / num_splits for a batch: the split count with the least estimated time, counted in waves
 // of resident blocks times tiles per block (plus a per-block fill and merge cost). Resident blocks depend on the
 // cache's dtype: set k_fp8 before planning for an fp8 cache.
-void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, int num_sms);
+void plan_decode_attention_splits(DecodeAttentionParams& params, int max_context_len, const DeviceCapabilities& device);
 
 // Upper bound of num_decode * num_splits over plans for at most max_decode sequences: sizes split_out / split_lse.
 int decode_attention_max_split_rows(int max_decode, int num_sms);
 
-// True when this build has the sm_90a bulk-copy kernel, the device is compute 9.0 and params.pool_blocks is known.
-bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params);
+// True when the device runs this build's sm_90a kernels (DeviceCapabilities::hopper_kernels) and params.pool_blocks is
+// known.
+bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params, const DeviceCapabilities& device);
 
-void launch_decode_attention(const DecodeAttentionParams& params, cudaStream_t stream,
+void launch_decode_attention(const DecodeAttentionParams& params, const KernelStream& stream,
                              DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
 
 // The fp8-cache kernel alone (decode_attention_fp8.cu), without the merge kernel: launch_decode_attention's part. Each
 // warp builds fp16 tensor-core fragments straight from the E4M3 bytes (decode_attention_fp8_fragments.cuh), with the
 // scales folded into scores and probabilities (decode_attention_fp8_tile.cuh).
-void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_fp8(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The Hopper fp8-cache kernel alone (decode_attention_fp8_sm90.cu): the fp8 kernel's tile step over tiles and scales
 // brought in by the bulk copy engine. Needs head_dim 128, GQA groups of at most 8 and
 // decode_attention_bulk_copy_available(params).
-void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The register kernel alone (decode_attention_registers.cu; bf16 cache, sm_80+): K/V go from the paged cache straight
 // into mma fragments, without a shared-memory tile ring, and the first tile is loaded before waiting for the previous
 // kernel. Needs split_counters when num_splits > 1 or the merge kernel after it.
-void launch_decode_attention_registers(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_registers(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The same over an fp8 cache (decode_attention_fp8_registers.cu): the fp8 kernels' warp step on bytes loaded straight
 // into registers.
-void launch_decode_attention_fp8_registers(const DecodeAttentionParams& params, cudaStream_t stream);
+void launch_decode_attention_fp8_registers(const DecodeAttentionParams& params, const KernelStream& stream);
 
 // The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. `ring_stages`: 3 (kBulkCopy) or 2 (kBulkCopyTwoStage).
 // Needs decode_attention_bulk_copy_available(params).
-void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream, int ring_stages = 3);
+void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream,
+                                       int ring_stages = 3);
 
 }  // namespace qinfer::cuda

@@ -220,7 +220,8 @@ __device__ __forceinline__ void attend_tile(WarpState<kHeadDim>& st, const __nv_
 // sequence: each split's normalised output weighted by 2^(lse - max lse), in one pass over the splits in order, the
 // running maximum rescaling what is summed so far. Reads through L2 (__ldcg): other blocks wrote the partials in this
 // launch. The loads of kMergeBatch splits are issued before any is used, so a merge waits for one L2 round trip per
-// batch, not per split. Idle splits would add weight 0 and a zero output, so leaving them out changes no bit.
+// batch, not per split (8 measured against 16: docs/CUDA_DESIGN.md, "Decode attention: the split plan"). Idle splits
+// would add weight 0 and a zero output, so leaving them out changes no bit.
 template <int kHeadDim>
 __device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int first_head, int group, int splits) {
   constexpr int kQuads = kHeadDim / 4;
@@ -344,8 +345,8 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
 // Launches one of the decode attention kernels, `kernel(params)`, over grid (num_splits, num_kv_heads, num_decode) of
 // `p` with `shared_bytes` of dynamic shared memory and the carveout set for as many resident blocks as it allows.
 template <typename Params>
-void launch_decode_blocks(void (*kernel)(Params), const DecodeAttentionParams& p, int shared_bytes, cudaStream_t stream,
-                          const Params& params) {
+void launch_decode_blocks(void (*kernel)(Params), const DecodeAttentionParams& p, int shared_bytes,
+                          const KernelStream& stream, const Params& params) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));

@@ -3,8 +3,8 @@
 // tensor-core fragments straight from the ring's bytes with its 16 keys as the m16 rows of the products
 // (decode_attention_fp8_fragments.cuh), so a head_dim 128 block needs 49.5 KB of shared memory and four blocks (16
 // warps) share a Hopper SM. The pages of a tile's rows are looked up one iteration before its copies start, by a
-// cursor stepped from tile to tile (no division per row). docs/CUDA_NOTES.md, "fp8 decode attention, keys as rows",
-// has the profile and the measurements.
+// cursor stepped from tile to tile (no division per row). docs/CUDA_DESIGN.md, "Decode attention: the family", says
+// why and what it reaches.
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/decode_attention_block.cuh"
 #include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8(const DecodeAttentionParams& params, cudaStream_t stream) {
+void launch_decode_attention_fp8(const DecodeAttentionParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
                params.v_scales != nullptr && params.block_size % 16 == 0);
   if (params.num_decode == 0) return;

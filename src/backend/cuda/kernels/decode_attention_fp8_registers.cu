@@ -93,7 +93,8 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
       },
       [&](int from, int current) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
-  // Only now may o_proj launch (as in decode_attention_registers.cu; graph_cache.h, kRegisterAttentionNamePart).
+  // Only now may o_proj launch (as in decode_attention_registers.cu; graph_cache.h,
+  // GraphNodeRole::kRegisterDecodeAttention).
   allow_dependents();
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
   if (fused) {
@@ -137,7 +138,7 @@ int fp8_registers_shared_bytes(int group) {
 
 }  // namespace
 
-void launch_decode_attention_fp8_registers(const DecodeAttentionParams& p, cudaStream_t stream) {
+void launch_decode_attention_fp8_registers(const DecodeAttentionParams& p, const KernelStream& stream) {
   QINFER_CHECK(p.k_fp8 != nullptr, "the fp8 register decode attention kernel reads an fp8 cache");
   if (p.num_decode == 0) return;
   const int group = p.num_heads / p.num_kv_heads;

@@ -7,7 +7,7 @@
 // layout attend_fp8_tile reads. A 16-key group's 16 K and 16 V scales are contiguous in their pools and come as two
 // 64-byte bulk copies on the same stage barrier. Four lanes of warp 0 issue a tile; no thread computes a copy address
 // beyond one page lookup. head_dim 64 (64-byte rows, fp8_chunk_offset XOR-ing by row % 4, which no copy-engine swizzle
-// produces) stays on the cp.async kernel. docs/CUDA_NOTES.md, "fp8 decode attention on the bulk copy engine".
+// produces) stays on the cp.async kernel. docs/CUDA_DESIGN.md, "Decode attention: the family".
 #include <cuda.h>
 
 #include <cstdint>
@@ -30,8 +30,9 @@ namespace {
 using namespace decode_block;
 
 constexpr int kHeadDim = 128;  // one 128-byte row per key: the span of the 128-byte swizzle
-// Tiles in the ring: the one computed and one in flight. Measured 1-4 % faster than 3 (docs/CUDA_NOTES.md, runs B2-B3;
-// not profiled: likely the larger L1 that the smaller ring leaves, with one tile in flight enough to cover a copy).
+// Tiles in the ring: the one computed and one in flight. Measured 1-4 % faster than 3 (docs/CUDA_DESIGN.md, "Decode
+// attention: which kernel"; not profiled: likely the larger L1 that the smaller ring leaves, with one tile in flight
+// enough to cover a copy).
 constexpr int kBulkStages = 2;
 constexpr int kBlocksPerSm = kFp8BulkCopyBlocksPerSm;
 constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, where the swizzle pattern repeats
@@ -81,8 +82,9 @@ __device__ __forceinline__ void zero_v_rows_past_end(uint8_t* v_tile, int tile_f
 // grid (num_splits, num_kv_heads, num_decode), as decode_attention_fp8_kernel. Tile t goes to stage t % kBulkStages;
 // after the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kBulkStages - 1; each stage's
 // mbarrier completes when its boxes and scales have landed. One __syncthreads per tile: per-stage "empty" mbarriers
-// instead (warps released one by one) measured 2-5 % slower (3 stages, run B1). As in the bf16 kernel, the first tile
-// is issued before waiting for the previous kernel unless it holds the current token (current_token_tile).
+// instead (warps released one by one) measured 2-5 % slower (3 stages; docs/CUDA_DESIGN.md, "Tried and closed"). As in
+// the bf16 kernel, the first tile is issued before waiting for the previous kernel unless it holds the current token
+// (current_token_tile).
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     decode_attention_fp8_bulk_copy_kernel(const __grid_constant__ Fp8BulkCopyParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -173,13 +175,13 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream) {
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
                    params.v_scales != nullptr && params.head_dim == kHeadDim &&
                    fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1 &&
-                   decode_attention_bulk_copy_available(params),
-               "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, GQA groups of at most 8, an "
-               "sm_90a build, a compute 9.0 device, pool_blocks and a block size that is a multiple of 16");
+                   decode_attention_bulk_copy_available(params, stream.device),
+               "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, GQA groups of at most 8, "
+               "the sm_90a kernels on a compute 9.0 device, pool_blocks and a block size that is a multiple of 16");
   if (params.num_decode == 0) return;
   const int64_t rows = params.pool_blocks * params.num_kv_heads * params.block_size;
   Fp8BulkCopyParams bulk;

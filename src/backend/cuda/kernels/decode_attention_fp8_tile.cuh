@@ -13,7 +13,8 @@
 
 namespace qinfer::cuda::decode_block {
 
-// Three stages keep a block at 49.5 KB of shared memory (head_dim 128, Fp8Layout), so four blocks fit on an SM.
+// Three stages keep a block at 49.5 KB of shared memory (head_dim 128, Fp8Layout), so four blocks fit on an SM
+// (docs/CUDA_DESIGN.md, "Decode attention: which kernel").
 constexpr int kFp8Stages = 3;
 // A warp's running maximum of a head is raised (and O rescaled) only when a tile's maximum exceeds it by more than
 // this (log2 units): probabilities then stay below 2^8, far inside fp16, and the result is the same up to rounding,
@@ -24,8 +25,8 @@ constexpr float kRescaleThreshold = 8.0f;
 constexpr int fp8_head_blocks(int group) { return group <= 8 ? 1 : 2; }
 
 // Resident blocks per SM of the Hopper fp8 kernel (decode_attention_fp8_sm90.cu): its __launch_bounds__ and what the
-// split planner counts for it. Run 20a measured 4 faster than 5 with the same tile step (114 vs 95 registers, neither
-// spilling): 64 x 640 26.6 vs 30.7 µs in one plan; 6 spill.
+// split planner counts for it. 4 measured faster than 5 with the same tile step (114 vs 95 registers, neither
+// spilling): 64 x 640 26.6 vs 30.7 µs in one plan; 6 spill (docs/CUDA_DESIGN.md, "Decode attention: which kernel").
 constexpr int kFp8BulkCopyBlocksPerSm = 4;
 
 // One warp's online-softmax state over its keys in the transposed layout: lane holds heads hb * 8 + 2 (lane % 4) +

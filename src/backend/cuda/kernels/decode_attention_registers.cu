@@ -1,8 +1,8 @@
 // Decode attention for small batches with K/V in registers: the blocks of decode_attention.cu (split-KV, GQA group as
 // the rows of an m16 tensor-core tile, 64-key tiles of which each warp owns 16 keys, in-kernel split merge), but each
 // thread loads its share of K and V from the paged cache straight into the registers its mma fragments need, without
-// a shared-memory tile ring. Two reasons, both about the batch-1 decode chain (docs/CUDA_NOTES.md "The batch-1 chain,
-// measured"):
+// a shared-memory tile ring. Two reasons, both about the batch-1 decode chain (docs/CUDA_DESIGN.md, "Decode
+// attention: the family"):
 // - the cp.async and bulk-copy kernels need ~100 KB of shared memory per block and ask for the max-shared carveout, so
 //   the SMs are reconfigured around every attention launch (about 8 µs per layer at batch 1); this kernel needs only
 //   the few KB of the warps' merge and leaves the carveout to the driver;
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
       });
 
   // Only now may o_proj launch: its blocks request all their weights at once, and before this point those requests
-  // would queue ahead of this kernel's dependent loads (graph_cache.h, kRegisterAttentionNamePart).
+  // would queue ahead of this kernel's dependent loads (graph_cache.h, GraphNodeRole::kRegisterDecodeAttention).
   allow_dependents();
   WarpState<kHeadDim> st;
   if (fused) {
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
 
 }  // namespace
 
-void launch_decode_attention_registers(const DecodeAttentionParams& p, cudaStream_t stream) {
+void launch_decode_attention_registers(const DecodeAttentionParams& p, const KernelStream& stream) {
   QINFER_CHECK(p.k_fp8 == nullptr, "the register decode attention kernel reads a bf16 cache");
   if (p.num_decode == 0) return;
   const int shared_bytes = kWarps * (p.num_heads / p.num_kv_heads) * p.head_dim * 4;  // 32 KB at most (group 16)

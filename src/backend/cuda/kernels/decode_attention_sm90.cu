@@ -3,7 +3,7 @@
 // maps view the paged K and V pools as [pool_blocks * num_kv_heads * block_size rows][head_dim]; one box is 16 keys of
 // one cache block by 64 dims, landed 128-byte-swizzled, so a 64-key tile of one KV head is 4 page lookups and
 // 4 * head_dim / 64 boxes each for K and V, issued by four lanes of warp 0 and completing on one mbarrier per stage.
-// docs/CUDA_NOTES.md has the profile that motivated it and the measurements.
+// docs/CUDA_DESIGN.md, "Decode attention: the family", has the profile that motivated it and what it reaches.
 #include <cuda.h>
 
 #include <cstdint>
@@ -171,7 +171,7 @@ CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionPar
 }
 
 template <int kHeadDim, int kRingStages>
-void launch_for_head_dim(const BulkCopyParams& params, cudaStream_t stream) {
+void launch_for_head_dim(const BulkCopyParams& params, const KernelStream& stream) {
   static_assert(kWarps * kGroupRows * kHeadDim * 4 <= ring_bytes<kHeadDim, kRingStages>(), "merge scratch must fit");
   const int shared = shared_bytes<kHeadDim, kRingStages>() + fused_query_stage_bytes<kHeadDim>(params.attention);
   launch_decode_blocks(decode_attention_bulk_copy_kernel<kHeadDim, kRingStages>, params.attention, shared, stream,
@@ -180,30 +180,19 @@ void launch_for_head_dim(const BulkCopyParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p) {
-#if defined(QINFER_HAVE_SM90A)
-  static const bool device_has_it = [] {
-    int device = 0, major = 0, minor = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    return major == 9 && minor == 0;
-  }();
+bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p, const DeviceCapabilities& device) {
   const int64_t rows = p.pool_blocks * p.num_kv_heads * p.block_size;  // box row coordinates are int32
   const auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
-  return device_has_it && p.pool_blocks > 0 && p.block_size % kBoxTokens == 0 &&
+  return device.hopper_kernels && p.pool_blocks > 0 && p.block_size % kBoxTokens == 0 &&
          rows <= std::numeric_limits<int32_t>::max() && aligned(p.k_cache) && aligned(p.v_cache) && aligned(p.k_fp8) &&
          aligned(p.v_fp8) && aligned(p.k_scales) && aligned(p.v_scales);
-#else
-  (void)p;
-  return false;
-#endif
 }
 
-void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, cudaStream_t stream, int ring_stages) {
-  QINFER_CHECK(decode_attention_bulk_copy_available(params),
-               "the bulk-copy decode attention needs an sm_90a build, a compute 9.0 device, pool_blocks and a block "
-               "size that is a multiple of 16");
+void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream,
+                                       int ring_stages) {
+  QINFER_CHECK(decode_attention_bulk_copy_available(params, stream.device),
+               "the bulk-copy decode attention needs the sm_90a kernels on a compute 9.0 device, pool_blocks and a "
+               "block size that is a multiple of 16");
   QINFER_CHECK(params.k_fp8 == nullptr, "the bulk-copy decode attention kernel reads a bf16 cache");
   QINFER_CHECK(ring_stages == 2 || ring_stages == kStages,
                "the bulk-copy decode attention runs a ring of 2 or 3 tiles");

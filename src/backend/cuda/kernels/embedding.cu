@@ -25,7 +25,7 @@ __global__ void embedding_kernel(EmbeddingParams p) {
 
 }  // namespace
 
-void launch_embedding(const EmbeddingParams& params, cudaStream_t stream) {
+void launch_embedding(const EmbeddingParams& params, const KernelStream& stream) {
   if (params.num_tokens == 0) return;
   launch_dependent(embedding_kernel, params.num_tokens, 128, 0, stream, params);
 }

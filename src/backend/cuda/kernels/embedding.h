@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 struct EmbeddingParams {
@@ -16,6 +18,6 @@ struct EmbeddingParams {
   int hidden = 0;  // multiple of 8
 };
 
-void launch_embedding(const EmbeddingParams& params, cudaStream_t stream);
+void launch_embedding(const EmbeddingParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kThreads) fused_add_rmsnorm_kernel(FusedAddRms
 
 }  // namespace
 
-void launch_fused_add_rmsnorm(const FusedAddRmsNormParams& params, cudaStream_t stream) {
+void launch_fused_add_rmsnorm(const FusedAddRmsNormParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.hidden % 8 == 0 && params.hidden <= kThreads * 8 * kMaxVectorsPerThread);
   if (params.num_rows == 0) return;
   launch_dependent(fused_add_rmsnorm_kernel, params.num_rows, kThreads, 0, stream, params);

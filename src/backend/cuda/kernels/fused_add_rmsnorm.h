@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 struct FusedAddRmsNormParams {
@@ -21,6 +23,6 @@ struct FusedAddRmsNormParams {
   float eps = 1e-6f;
 };
 
-void launch_fused_add_rmsnorm(const FusedAddRmsNormParams& params, cudaStream_t stream);
+void launch_fused_add_rmsnorm(const FusedAddRmsNormParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

@@ -18,7 +18,8 @@ constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and out
 // their SwiGLU.
 // kOneWave: held to 10 resident blocks per SM (48 registers), so that the narrow one-row grids of o_proj/down (1280
 // blocks) fit in one wave on 132 SMs instead of 1.08 waves at 9 blocks per SM, whose last 92 blocks ran nearly alone.
-// Wide grids run many waves and are faster with the registers (measured: gate_up 23.6 vs 27.1 µs).
+// Wide grids run many waves and are faster with the registers (measured: gate_up 23.6 vs 27.1 µs; docs/CUDA_DESIGN.md,
+// "GEMV", has the threshold's measurements).
 template <int kMaxRows, int kOutputs, typename OutT, bool kOneWave>
 __global__ void __launch_bounds__(kThreads, kOneWave ? 10 : 1) gemv_kernel(GemvParams p) {
   constexpr int kPairs = kOutputs / 2;
@@ -112,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, kOneWave ? 10 : 1) gemv_kernel(GemvP
 }
 
 template <int kMaxRows, int kOutputs, bool kOneWave = false>
-void launch_rows(const GemvParams& p, cudaStream_t stream) {
+void launch_rows(const GemvParams& p, const KernelStream& stream) {
   const int outputs_per_block = p.swiglu ? kOutputs / 2 : kOutputs;
   const int outputs = p.swiglu ? p.n / 2 : p.n;
   const unsigned blocks = static_cast<unsigned>((outputs + outputs_per_block - 1) / outputs_per_block);
@@ -123,7 +124,7 @@ void launch_rows(const GemvParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_gemv(const GemvParams& params, cudaStream_t stream) {
+void launch_gemv(const GemvParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.k % 8 == 0 && params.num_rows >= 1 && params.num_rows <= kGemvMaxRows && params.n > 0);
   QINFER_CHECK(!params.swiglu || (params.n % 2 == 0 && !params.y_fp32), "SwiGLU GEMV: even n, bf16 output");
   constexpr int kNarrowOutputs = 4096;  // up to 2048 blocks: one or two waves, where the tail matters

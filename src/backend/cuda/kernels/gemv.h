@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 constexpr int kGemvMaxRows = 16;
@@ -21,6 +23,6 @@ struct GemvParams {
   bool swiglu = false;
 };
 
-void launch_gemv(const GemvParams& params, cudaStream_t stream);
+void launch_gemv(const GemvParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

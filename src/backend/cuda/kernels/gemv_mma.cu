@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1024 / (kWarps * 32)) gemv_mma_ke
 }
 
 template <int kWarps, int kInFlight, int kTiles>
-void launch_tiles(const GemvParams& p, cudaStream_t stream) {
+void launch_tiles(const GemvParams& p, const KernelStream& stream) {
   const int outputs_per_block = p.swiglu ? 8 : 16;
   const int outputs = p.swiglu ? p.n / 2 : p.n;
   const unsigned blocks = static_cast<unsigned>((outputs + outputs_per_block - 1) / outputs_per_block);
@@ -122,7 +122,7 @@ void launch_tiles(const GemvParams& p, cudaStream_t stream) {
 }
 
 template <int kWarps, int kInFlight>
-void launch_shape(const GemvParams& p, cudaStream_t stream) {
+void launch_shape(const GemvParams& p, const KernelStream& stream) {
   if (p.num_rows <= kRowsPerTile)
     launch_tiles<kWarps, kInFlight, 1>(p, stream);
   else
@@ -142,11 +142,12 @@ bool gemv_mma_supports(const GemvParams& params) {
 
 GemvMmaShape gemv_mma_default_shape(int n) {
   // Narrow outputs have few 16-row blocks (o_proj / down: 160), so more warps split k to keep bytes in flight; two
-  // groups in flight beat four everywhere (run 45: four spill at 9-16 rows and hold fewer blocks per SM).
+  // groups in flight beat four everywhere (four spill at 9-16 rows and hold fewer blocks per SM; docs/CUDA_DESIGN.md,
+  // "Tensor-core GEMV").
   return n <= 4096 ? GemvMmaShape{16, 2} : GemvMmaShape{8, 2};
 }
 
-void launch_gemv_mma(const GemvParams& params, GemvMmaShape shape, cudaStream_t stream) {
+void launch_gemv_mma(const GemvParams& params, GemvMmaShape shape, const KernelStream& stream) {
   QINFER_CHECK(gemv_mma_supports(params), "tensor-core GEMV: k a multiple of 32, 1..16 rows");
   QINFER_CHECK(!params.swiglu || (params.n % 2 == 0 && !params.y_fp32), "SwiGLU GEMV: even n, bf16 output");
   const int key = shape.warps * 100 + shape.groups_in_flight;

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "backend/cuda/device_capabilities.h"
 #include "backend/cuda/kernels/gemv.h"
 
 namespace qinfer::cuda {
@@ -25,10 +26,10 @@ const std::vector<GemvMmaShape>& gemv_mma_shapes();
 // True when launch_gemv_mma takes these parameters: k a multiple of 32 (whole 32-k groups), 1..16 rows.
 bool gemv_mma_supports(const GemvParams& params);
 
-// The default shape for a linear of n outputs (see docs/CUDA_NOTES.md, "Tensor-core GEMV").
+// The default shape for a linear of n outputs (docs/CUDA_DESIGN.md, "Tensor-core GEMV", says how it was chosen).
 GemvMmaShape gemv_mma_default_shape(int n);
 
 // y = x·weightᵀ (or the SwiGLU of gate/up, as launch_gemv) for 1..16 rows; fp32 accumulation in fixed order.
-void launch_gemv_mma(const GemvParams& params, GemvMmaShape shape, cudaStream_t stream);
+void launch_gemv_mma(const GemvParams& params, GemvMmaShape shape, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

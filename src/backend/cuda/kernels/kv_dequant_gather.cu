@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads) kv_dequant_gather_kernel(KvDequantGa
 
 }  // namespace
 
-void launch_kv_dequant_gather(const KvDequantGatherParams& params, cudaStream_t stream) {
+void launch_kv_dequant_gather(const KvDequantGatherParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.head_dim > 0 && params.head_dim % kBytesPerVector == 0, "head_dim must be a multiple of 16");
   QINFER_CHECK(params.num_kv_heads > 0 && params.block_size > 0 && params.num_blocks >= 0);
   if (params.num_blocks == 0) return;

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 struct KvDequantGatherParams {
@@ -30,6 +32,6 @@ struct KvDequantGatherParams {
 };
 
 // Enqueues the gather on `stream` with programmatic dependent launch (kernels/pdl.cuh). num_blocks 0 is a no-op.
-void launch_kv_dequant_gather(const KvDequantGatherParams& params, cudaStream_t stream);
+void launch_kv_dequant_gather(const KvDequantGatherParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

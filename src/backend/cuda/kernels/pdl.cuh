@@ -3,8 +3,10 @@
 // before it writes anything the predecessor may still read; work on data no kernel writes (weights) may come first.
 // Kernels call allow_dependents() early so that their successor's launch latency and weight prefetch overlap their own
 // tail; the register decode attention kernels call it only after their wait, so that o_proj's prefetch does not delay
-// its first loads (graph_cache.h, kRegisterAttentionNamePart). Without PDL support (sm_80/89, or a plain <<<>>> launch)
-// both calls are no-ops and the launch is an ordinary one.
+// its first loads (graph_cache.h, GraphNodeRole::kRegisterDecodeAttention). Without PDL support (sm_80/89, or a plain
+// <<<>>> launch) both calls are no-ops and the launch is an ordinary one. Whether a launch may overlap is the loaded
+// image's property (DeviceCapabilities::programmatic_launch), not the device's: PTX for an older architecture run on a
+// Hopper GPU has the griddepcontrol instructions compiled out, so its kernels must not overlap their predecessors.
 //
 // Ordering stays transitive: every kernel launched this way calls wait_for_producer() before it exits, in every block
 // or (decode attention's idle splits) in at least one block of the launch, so its completion implies its
@@ -14,7 +16,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/device_probe.h"
+#include "backend/cuda/device_capabilities.h"
 
 namespace qinfer::cuda {
 
@@ -32,7 +34,7 @@ __device__ __forceinline__ void allow_dependents() {
 
 // Launches `kernel(params)` allowing it to overlap its predecessor on `stream` (see above).
 template <typename Params>
-void launch_dependent(void (*kernel)(Params), dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream,
+void launch_dependent(void (*kernel)(Params), dim3 grid, dim3 block, size_t shared_bytes, const KernelStream& stream,
                       const Params& params) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -41,9 +43,9 @@ void launch_dependent(void (*kernel)(Params), dim3 grid, dim3 block, size_t shar
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
+  config.stream = stream.stream;
   config.attrs = &attribute;
-  config.numAttrs = device_supports_pdl() ? 1 : 0;
+  config.numAttrs = stream.device.programmatic_launch ? 1 : 0;
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params));
 }
 

@@ -133,26 +133,26 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(PrefillAtte
 }
 
 template <int kHeadDim>
-void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
+void launch_for_head_dim(const PrefillAttentionParams& p, const KernelStream& stream) {
   constexpr int kSharedBytes = kStages * kStageElements<kHeadDim> * 2;
   CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kSharedBytes));
   const dim3 grid((p.max_q_len + kBlockM - 1) / kBlockM, p.num_heads, p.num_prefill);
-  prefill_attention_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p);
+  prefill_attention_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream.stream>>>(p);
   CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, cudaStream_t stream) {
+void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, const KernelStream& stream) {
   if (params.num_prefill == 0 || params.max_q_len == 0) return;
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
   QINFER_CHECK(params.block_size > 0);
   with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
 }
 
-void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream) {
-  if (params.block_size % 16 == 0 && prefill_attention_wgmma_available())
+void launch_prefill_attention(const PrefillAttentionParams& params, const KernelStream& stream) {
+  if (params.block_size % 16 == 0 && prefill_attention_wgmma_available(stream.device))
     launch_prefill_attention_wgmma(params, stream);
   else
     launch_prefill_attention_mma_sync(params, stream);

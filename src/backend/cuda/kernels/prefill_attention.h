@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 struct PrefillAttentionParams {
@@ -32,13 +34,13 @@ struct PrefillAttentionParams {
 };
 
 // Runs the wgmma kernel where it is available and the block size is a multiple of 16, else the mma.sync one.
-void launch_prefill_attention(const PrefillAttentionParams& params, cudaStream_t stream);
+void launch_prefill_attention(const PrefillAttentionParams& params, const KernelStream& stream);
 
 // The kernels behind it (tests and benchmarks run each). mma.sync: sm_80 and later, 8 warps x 16 query rows, 64-key
 // tiles. wgmma (prefill_attention_sm90.cu): FlashAttention-3 structure, present when the build includes sm_90a and the
 // device is compute capability 9.0; it needs block sizes that are multiples of 16 and throws elsewhere.
-void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, cudaStream_t stream);
-bool prefill_attention_wgmma_available();
-void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaStream_t stream);
+void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, const KernelStream& stream);
+bool prefill_attention_wgmma_available(const DeviceCapabilities& device);
+void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

@@ -3,7 +3,8 @@
 // 128-byte-swizzled shared memory, three stages, separate mbarrier full/empty pipelines for K and V); two consumer
 // warpgroups of 64 query rows each run S = Q·Kᵀ as wgmma with both operands in shared memory, the online softmax in
 // registers (exp2), and O += P·V as wgmma with P as the register A operand and V read transposed from shared memory.
-// Each consumer overlaps the softmax of tile t with P·V of tile t − 1. docs/CUDA_NOTES.md has the measurements.
+// Each consumer overlaps the softmax of tile t with P·V of tile t − 1. docs/CUDA_DESIGN.md, "Prefill attention", has
+// the measurements.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
@@ -73,9 +74,9 @@ struct TileRange {
 // page lookup, by the lane that copies the group), and full_k / full_v complete when every warp of that cache has
 // arrived and the bytes have landed. The page lookups of the next tile are issued before waiting for its slot. Four
 // warps (four schedulers) instead of one: one warp issuing all 32 boxes of a tile was busy for most of a tile period,
-// and the consumers waited for K at nearly every tile (docs/CUDA_NOTES.md, v2.6). The tile that reaches past the
-// context (at most one per query block) is copied with cp.async instead, rows past the end zero-filled: V rows there
-// must be finite, since P·V multiplies them by the probability 0.
+// and the consumers waited for K at nearly every tile (docs/CUDA_DESIGN.md, "Prefill attention"). The tile that reaches
+// past the context (at most one per query block) is copied with cp.async instead, rows past the end zero-filled: V rows
+// there must be finite, since P·V multiplies them by the probability 0.
 template <int kHeadDim>
 __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p, const CUtensorMap* k_map,
                                                  const CUtensorMap* v_map, const TileRange& r, unsigned char* stages,
@@ -278,7 +279,7 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   };
 
   // The two consumer warpgroups issue their wgmma batches independently: ping-pong turns (named barriers ordering
-  // the batches, FlashAttention-3) measured 1-2 % slower at 8 K and 32 K (docs/CUDA_NOTES.md, v2.5).
+  // the batches, FlashAttention-3) measured 1-2 % slower at 8 K and 32 K (docs/CUDA_DESIGN.md, "Tried and closed").
   // The scores of tile t + 1 and the P·V product of tile t run on the tensor cores while this warpgroup computes
   // the softmax of tile t + 1; O is rescaled once P·V of tile t has landed.
   float correction[2];
@@ -370,7 +371,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int kHeadDim>
-void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
+void launch_for_head_dim(const PrefillAttentionParams& p, const KernelStream& stream) {
   constexpr int kSharedBytes = SharedLayout<kHeadDim>::kBytes;
   CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_wgmma_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kSharedBytes));
@@ -379,26 +380,17 @@ void launch_for_head_dim(const PrefillAttentionParams& p, cudaStream_t stream) {
   const int64_t cache_rows = p.pool_blocks * p.num_kv_heads * p.block_size;
   const CUtensorMap k_map = make_bf16_tensor_map_swizzle128(p.k_cache, cache_rows, kHeadDim, 16);
   const CUtensorMap v_map = make_bf16_tensor_map_swizzle128(p.v_cache, cache_rows, kHeadDim, 16);
-  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream>>>(p, k_map, v_map);
+  prefill_attention_wgmma_kernel<kHeadDim><<<grid, kThreads, kSharedBytes, stream.stream>>>(p, k_map, v_map);
   CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-bool prefill_attention_wgmma_available() {
-#if defined(QINFER_HAVE_SM90A)
-  int device = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-#else
-  return false;
-#endif
-}
+bool prefill_attention_wgmma_available(const DeviceCapabilities& device) { return device.hopper_kernels; }
 
-void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, cudaStream_t stream) {
-  QINFER_CHECK(prefill_attention_wgmma_available(), "the wgmma prefill attention needs an sm_90a build on compute 9.0");
+void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, const KernelStream& stream) {
+  QINFER_CHECK(prefill_attention_wgmma_available(stream.device),
+               "the wgmma prefill attention needs the sm_90a kernels on a compute 9.0 device");
   if (params.num_prefill == 0 || params.max_q_len == 0) return;
   QINFER_CHECK(params.num_kv_heads > 0 && params.num_heads % params.num_kv_heads == 0);
   QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,

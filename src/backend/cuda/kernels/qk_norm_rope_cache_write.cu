@@ -14,7 +14,7 @@ using namespace qk_rope;
 constexpr int kWarpsPerBlock = 4;
 // From this many tokens on (prefill), a warp handles 8 heads of its token: the 8 loads are in flight together and the
 // token's RoPE angles are computed once per warp, not per head. Fewer tokens (decode) keep one head per warp, so that
-// a step's few tokens still spread over many warps.
+// a step's few tokens still spread over many warps (docs/CUDA_DESIGN.md, "QK-norm, RoPE and the cache write").
 constexpr int kManyTokens = 256;
 constexpr int kHeadsPerWarpForManyTokens = 8;
 
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) qk_norm_rope_cache_write_
 }
 
 template <int kHeadDim, int kHeadsPerWarp, bool kFp8>
-void launch_for(const QkNormRopeCacheWriteParams& params, cudaStream_t stream) {
+void launch_for(const QkNormRopeCacheWriteParams& params, const KernelStream& stream) {
   const int heads_per_token = params.num_heads + 2 * params.num_kv_heads;
   const int64_t warps =
       static_cast<int64_t>(params.num_tokens) * ((heads_per_token + kHeadsPerWarp - 1) / kHeadsPerWarp);
@@ -83,7 +83,7 @@ void launch_for(const QkNormRopeCacheWriteParams& params, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, cudaStream_t stream) {
+void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, const KernelStream& stream) {
   if (params.num_tokens == 0) return;
   with_head_dim(params.head_dim, [&](auto dim) {
     constexpr int kHeadDim = decltype(dim)::value;

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 struct QkNormRopeCacheWriteParams {
@@ -35,6 +37,6 @@ struct QkNormRopeCacheWriteParams {
   float eps = 1e-6f;
 };
 
-void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, cudaStream_t stream);
+void launch_qk_norm_rope_cache_write(const QkNormRopeCacheWriteParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

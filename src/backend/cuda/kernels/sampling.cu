@@ -440,6 +440,28 @@ __device__ bool top_logprobs_within_chunk_bound(const float* logits, int vocab, 
   return true;
 }
 
+// Grid (chunks, rows): apply_logit_constraints() of backend/sampling.h on one chunk of one constrained row: tokens
+// outside its mask to -inf, then its logit_bias entries that fall into the chunk added (entries are distinct tokens).
+__global__ void __launch_bounds__(kStatsThreads) logit_constraints_kernel(SamplingKernelParams p) {
+  allow_dependents();
+  wait_for_producer();
+  const int row = blockIdx.y, begin = blockIdx.x * kChunk, end = min(p.vocab, begin + kChunk);
+  const DeviceSamplingParams sp = p.params[row];
+  float* logits = p.logits + static_cast<int64_t>(row) * p.vocab;
+  if (sp.mask_index >= 0) {
+    const uint32_t* mask = p.masks + static_cast<int64_t>(sp.mask_index) * ((p.vocab + 31) / 32);
+    for (int i = begin + threadIdx.x; i < end; i += kStatsThreads)
+      if (!((mask[i / 32] >> (i % 32)) & 1u)) logits[i] = -INFINITY;
+  }
+  if (sp.bias_end > sp.bias_begin) {
+    __syncthreads();  // the masked values are written before biases add to them
+    for (int e = sp.bias_begin + threadIdx.x; e < sp.bias_end; e += kStatsThreads) {
+      const DeviceLogitBias b = p.biases[e];
+      if (b.token >= begin && b.token < end) logits[b.token] += b.bias;
+    }
+  }
+}
+
 // Grid (chunks, rows): of one chunk of one row, the raw logits' max, sum of exp(x - max) and argmax key, and the
 // penalised logits' max and argmax key. A row with penalties gets its chunk's penalised logits written to `work`.
 __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(SamplingKernelParams p) {
@@ -712,9 +734,13 @@ __global__ void __launch_bounds__(kThreads) sampling_kernel(SamplingKernelParams
 
 int sampling_chunks(int vocab) { return chunks_of(vocab); }
 
-void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream) {
+void launch_sampling(const SamplingKernelParams& params, const KernelStream& stream) {
   if (params.num_rows == 0) return;
   QINFER_CHECK(params.chunk_stats != nullptr);
+  if (params.constrained)
+    launch_dependent(logit_constraints_kernel,
+                     dim3(static_cast<unsigned>(sampling_chunks(params.vocab)), static_cast<unsigned>(params.num_rows)),
+                     kStatsThreads, 0, stream, params);
   launch_dependent(logits_chunk_stats_kernel,
                    dim3(static_cast<unsigned>(sampling_chunks(params.vocab)), static_cast<unsigned>(params.num_rows)),
                    kStatsThreads, 0, stream, params);

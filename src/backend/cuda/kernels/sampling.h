@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 constexpr int kMaxTopLogprobs = 20;
@@ -24,6 +26,15 @@ struct DeviceSamplingParams {
   uint64_t step = 0;
   int32_t penalty_begin = 0;  // range of this row's entries in `penalties`
   int32_t penalty_end = 0;
+  int32_t mask_index = -1;  // constrained rows: this row's allowed-token mask is masks[mask_index]; -1: none
+  int32_t bias_begin = 0;   // range of this row's entries in `biases`
+  int32_t bias_end = 0;
+};
+
+// An OpenAI logit_bias entry (backend/sampling.h LogitBias's layout).
+struct DeviceLogitBias {
+  int32_t token = 0;
+  float bias = 0;
 };
 
 // A token of the history: repetition penalty applies to every entry, presence/frequency when output_count > 0.
@@ -52,24 +63,30 @@ struct LogitsChunkStats {
 };
 
 struct SamplingKernelParams {
-  const float* logits = nullptr;                 // [num_rows, vocab], left unchanged
-  float* work = nullptr;                         // [num_rows, vocab] scratch: penalised, then processed logits
-  float* probs = nullptr;                        // [num_rows, vocab] scratch: exp(work - max)
+  float* logits = nullptr;  // [num_rows, vocab]; rows with constraints get them applied in place first
+  float* work = nullptr;    // [num_rows, vocab] scratch: penalised, then processed logits
+  float* probs = nullptr;   // [num_rows, vocab] scratch: exp(work - max)
   const DeviceSamplingParams* params = nullptr;  // [num_rows]
   const PenaltyEntry* penalties = nullptr;       // [total entries]
   SampledToken* results = nullptr;               // [num_rows]
   int num_rows = 0;
   int vocab = 0;
   LogitsChunkStats* chunk_stats = nullptr;  // [num_rows, sampling_chunks(vocab)] scratch
+  // Constraints (apply_logit_constraints() of backend/sampling.h): when any row has some, a first kernel applies them
+  // to that row's logits.
+  bool constrained = false;
+  const uint32_t* masks = nullptr;          // [number of masked rows, (vocab + 31) / 32] allowed-token bitmasks
+  const DeviceLogitBias* biases = nullptr;  // [total entries]
 };
 
 // Chunks each row's vocabulary is split into for the statistics pass.
 int sampling_chunks(int vocab);
 
-// Two kernels: chunk statistics of every row over many blocks (the log-softmax normaliser and the greedy argmax come
-// from them; rows with penalties get their penalised logits in `work`), then one block per row for what needs the
-// whole row (top-k/p, the draw, top logprobs). Greedy rows without top logprobs are done after the first kernel's
-// merge; top-k within the number of chunks and top logprobs gather only the logits that the chunk maxima bound.
-void launch_sampling(const SamplingKernelParams& params, cudaStream_t stream);
+// With constraints, first a kernel that applies them to the constrained rows' logits. Then two kernels: chunk
+// statistics of every row over many blocks (the log-softmax normaliser and the greedy argmax come from them; rows with
+// penalties get their penalised logits in `work`), then one block per row for what needs the whole row (top-k/p, the
+// draw, top logprobs). Greedy rows without top logprobs are done after the first kernel's merge; top-k within the
+// number of chunks and top logprobs gather only the logits that the chunk maxima bound.
+void launch_sampling(const SamplingKernelParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

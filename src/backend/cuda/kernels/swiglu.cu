@@ -29,7 +29,7 @@ __global__ void swiglu_kernel(SwigluParams p) {
 
 }  // namespace
 
-void launch_swiglu(const SwigluParams& params, cudaStream_t stream) {
+void launch_swiglu(const SwigluParams& params, const KernelStream& stream) {
   QINFER_CHECK(params.intermediate % 8 == 0);
   const int64_t vectors = static_cast<int64_t>(params.num_tokens) * (params.intermediate / 8);
   if (vectors == 0) return;

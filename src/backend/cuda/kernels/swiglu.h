@@ -4,6 +4,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "backend/cuda/device_capabilities.h"
+
 namespace qinfer::cuda {
 
 struct SwigluParams {
@@ -13,6 +15,6 @@ struct SwigluParams {
   int intermediate = 0;  // multiple of 8
 };
 
-void launch_swiglu(const SwigluParams& params, cudaStream_t stream);
+void launch_swiglu(const SwigluParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

@@ -1,0 +1,79 @@
+#include "backend/cuda/linear_layer.h"
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/gemv.h"
+#include "backend/cuda/kernels/gemv_mma.h"
+#include "backend/cuda/kernels/swiglu.h"
+
+namespace qinfer::cuda {
+
+namespace {
+
+// The GEMVs for up to kGemvRowLimit rows: the tensor-core GEMV for 2-4 rows (it beats both the GEMV and cuBLASLt
+// there: docs/CUDA_DESIGN.md, "Linear layers: which kernel for how many rows"), the plain GEMV for one row.
+void launch_decode_linear(const GemvParams& params, const KernelStream& stream) {
+  if (params.num_rows >= 2 && gemv_mma_supports(params))
+    launch_gemv_mma(params, gemv_mma_default_shape(params.n), stream);
+  else
+    launch_gemv(params, stream);
+}
+
+}  // namespace
+
+LinearRoute route_linears(const DecodeAttentionParams& decode, const DeviceCapabilities& device) {
+  const bool register_attention =
+      decode.num_decode == 0 || decode_attention_auto_kernel(decode, device) == DecodeAttentionKernel::kRegisters;
+  return {register_attention ? kGemvRowLimit : 1};
+}
+
+void LinearLayers::multiply(const LinearWeight& w, const __nv_bfloat16* x, int rows, void* y, bool y_fp32,
+                            const LinearRoute& route, const KernelStream& stream) {
+  if (rows == 0) return;
+  if (rows <= route.gemv_rows) {
+    GemvParams gemv;
+    gemv.x = x, gemv.weight = w.bf16, gemv.y = y, gemv.y_fp32 = y_fp32, gemv.num_rows = rows, gemv.n = w.n,
+    gemv.k = w.k;
+    launch_decode_linear(gemv, stream);
+  } else {
+    gemm_.matmul(x, w.bf16, y, y_fp32, rows, w.n, w.k, stream.stream);
+  }
+}
+
+void LinearLayers::multiply_swiglu(const LinearWeight& gate_up, const __nv_bfloat16* x, int rows,
+                                   __nv_bfloat16* scratch, __nv_bfloat16* y, const LinearRoute& route,
+                                   const KernelStream& stream) {
+  if (rows == 0) return;
+  if (rows <= route.gemv_rows) {  // SwiGLU in the GEMV's epilogue: one kernel less per layer
+    GemvParams gemv;
+    gemv.x = x, gemv.weight = gate_up.bf16, gemv.y = y, gemv.num_rows = rows, gemv.n = gate_up.n, gemv.k = gate_up.k;
+    gemv.swiglu = true;
+    launch_decode_linear(gemv, stream);
+  } else {
+    multiply(gate_up, x, rows, scratch, false, route, stream);
+    launch_swiglu({scratch, y, rows, gate_up.n / 2}, stream);
+  }
+}
+
+void LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, int max_sequences,
+                           const KernelStream& stream) {
+  const int first_bucket = CublasLtGemm::bucket_of(kGemvRowLimit + 1);
+  for (int bucket = first_bucket;; bucket *= 2) {
+    const int rows = std::min(bucket, max_rows);
+    for (const GemmWarmUp& shape : shapes) {
+      const LinearWeight& w = *shape.weight;
+      if (shape.tune) {
+        // Every bucket's algorithm is the fastest of the heuristic's first few: 3-6 % faster than the first choice
+        // on the prefill shapes, 3 % on the 64-sequence decode step (docs/CUDA_DESIGN.md, "cuBLASLt").
+        gemm_.tune(shape.x, w.bf16, shape.y, shape.y_fp32, rows, w.n, w.k, stream.stream);
+      } else if (bucket == first_bucket || bucket / 2 < max_sequences) {
+        multiply(w, shape.x, std::min(bucket, max_sequences), shape.y, shape.y_fp32, {kGemvRowLimit}, stream);
+      }
+    }
+    if (rows == max_rows) break;
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream.stream));
+}
+
+}  // namespace qinfer::cuda

@@ -1,0 +1,102 @@
+#include "backend/cuda/step_plan.h"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "util/error.h"
+
+namespace qinfer::cuda {
+
+int padded_batch_size(int sequences) {
+  return sequences <= 8 ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(sequences))) : (sequences + 7) / 8 * 8;
+}
+
+StepPlanner::StepPlanner(const ModelConfig& config, const KvCacheShape& kv, int32_t scratch_block,
+                         int gather_scratch_blocks, const StepLimits& limits)
+    : config_(config),
+      kv_(kv),
+      scratch_block_(scratch_block),
+      gather_scratch_blocks_(gather_scratch_blocks),
+      limits_(limits) {}
+
+const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t stream) {
+  validate_batch(batch, config_, kv_, limits_.max_model_len);
+  if (static_cast<int64_t>(batch.token_ids.size()) > limits_.max_num_batched_tokens ||
+      static_cast<int>(batch.sequences.size()) > limits_.max_num_seqs)
+    throw Error(ErrorKind::kInvalidArgument, "invalid batch: " + std::to_string(batch.token_ids.size()) +
+                                                 " tokens in " + std::to_string(batch.sequences.size()) +
+                                                 " sequences exceed max_num_batched_tokens " +
+                                                 std::to_string(limits_.max_num_batched_tokens) + " / max_num_seqs " +
+                                                 std::to_string(limits_.max_num_seqs));
+  StepPlan& p = plan_;
+  p.host = plan_batch(batch, kv_.block_size, config_.vocab_size);
+  p.num_requested_samples = static_cast<int>(p.host.sample_rows.size());
+  p.split_context = p.host.max_decode_context;
+  // Decode-only steps replay a captured graph: padded batch, block tables and attention splits planned for the
+  // power-of-two bucket of the longest context, so one graph serves many steps.
+  p.graph = graphs && is_graphable_decode(p.host);
+  if (p.graph) {
+    DecodeGraphKey& key = p.graph_key;
+    key.padded_sequences = padded_batch_size(p.num_requested_samples);
+    key.context_bucket =
+        static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(64, p.host.max_decode_context))));
+    key.block_table_stride = (key.context_bucket + kv_.block_size - 1) / kv_.block_size;
+    key.samples = !p.host.constrained();  // constrained steps sample after the graph, once their masks are ready
+    p.graph = key.padded_sequences <= limits_.max_num_seqs && key.padded_sequences <= limits_.max_num_batched_tokens;
+  }
+  if (p.graph) {
+    pad_decode_plan(p.host, p.graph_key.padded_sequences, p.graph_key.block_table_stride, scratch_block_,
+                    kv_.block_size);
+    p.split_context = p.graph_key.context_bucket;
+  }
+  p.gather = kv_.dtype == KvCacheDtype::kFp8E4m3 && !p.host.prefill_q_lens.empty()
+                 ? &gather_planner_.plan(p.host, kv_.block_size, gather_scratch_blocks_)
+                 : nullptr;
+  upload(stream);
+  return p;
+}
+
+void StepPlanner::upload(cudaStream_t stream) {
+  const BatchPlan& h = plan_.host;
+  const KvGatherPlan* gather = plan_.gather;
+  arena_.begin();
+  const size_t token_ids = arena_.add(h.token_ids), positions = arena_.add(h.positions), slots = arena_.add(h.slots),
+               tables = arena_.add(h.block_tables), decode_rows = arena_.add(h.decode_table_rows),
+               decode_q = arena_.add(h.decode_q_rows), decode_context = arena_.add(h.decode_context_lens),
+               prefill_rows = arena_.add(h.prefill_table_rows), prefill_start = arena_.add(h.prefill_q_starts),
+               prefill_len = arena_.add(h.prefill_q_lens), prefill_cached = arena_.add(h.prefill_cached_lens),
+               sample = arena_.add(h.sample_rows), params = arena_.add(h.sampling_params),
+               penalties = arena_.add_parts(h.penalty_parts);
+  size_t src_blocks = 0, valid_tokens = 0, gather_tables = 0, gather_rows = 0;
+  if (gather != nullptr) {
+    src_blocks = arena_.add(gather->src_blocks);
+    valid_tokens = arena_.add(gather->valid_tokens);
+    gather_tables = arena_.add(gather->scratch_tables);
+    gather_rows = arena_.add(gather->scratch_table_rows);
+  }
+  arena_.upload(stream);
+  const auto ints = [&](size_t handle) { return arena_.device<int32_t>(handle); };
+  const auto gathered = [&](size_t handle) { return gather != nullptr ? ints(handle) : nullptr; };
+  DeviceBatch& d = plan_.device;
+  d.token_ids = ints(token_ids);
+  d.positions = ints(positions);
+  d.slots = arena_.device<int64_t>(slots);
+  d.block_tables = ints(tables);
+  d.decode_table_rows = ints(decode_rows);
+  d.decode_q_rows = ints(decode_q);
+  d.decode_context_lens = ints(decode_context);
+  d.prefill_table_rows = ints(prefill_rows);
+  d.prefill_q_starts = ints(prefill_start);
+  d.prefill_q_lens = ints(prefill_len);
+  d.prefill_cached_lens = ints(prefill_cached);
+  d.gather_src_blocks = gathered(src_blocks);
+  d.gather_valid_tokens = gathered(valid_tokens);
+  d.gather_tables = gathered(gather_tables);
+  d.gather_table_rows = gathered(gather_rows);
+  d.sample_rows = ints(sample);
+  d.sampling_params = arena_.device<DeviceSamplingParams>(params);
+  d.penalties = arena_.device<PenaltyEntry>(penalties);
+}
+
+}  // namespace qinfer::cuda

@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema.h"
+#include "grammar_test_util.h"
+
+namespace qinfer::grammar {
+namespace {
+
+using testing::allowed_ids;
+using testing::brute_force_mask;
+using testing::fast_mask;
+
+// Pieces like a BPE vocabulary's: multi-byte runs, punctuation mixed with letters, and pieces that split UTF-8
+// characters ("\xC3" and "\xA9" together make "é").
+std::vector<std::string> pieces() {
+  std::vector<std::string> p = {"{",      "}",  "\"",  "\":",  "\": ",    "\",",      "\", \"", ", ",   ",",
+                                ":",      " ",  "[",   "]",    "a",       "b",        "ab",     "abc",  "name",
+                                "\"name", "1",  "12",  "0",    "-",       ".",        "e",      "true", "false",
+                                "null",   "nu", "ll",  "\xC3", "\xA9",    "\xC3\xA9", "\\",     "\\n",  "n",
+                                "\"}",    "}]", "\"]", "x\"",  "\"a\": ", "\xE4\xB8", "\xAD"};
+  for (int b = 0x20; b < 0x7F; ++b) p.emplace_back(1, static_cast<char>(b));
+  return p;
+}
+
+// Walks random allowed tokens, checking at every step that the cached mask equals the brute-force one, until the
+// stop id is drawn; returns the text produced.
+std::string random_walk(const std::shared_ptr<const CompiledGrammar>& g, uint32_t seed, int max_steps) {
+  GrammarMatcher m(g);
+  std::mt19937 rng(seed);
+  std::string text;
+  for (int step = 0; step < max_steps; ++step) {
+    const std::vector<uint32_t> fast = fast_mask(m);
+    EXPECT_EQ(allowed_ids(fast), allowed_ids(brute_force_mask(m))) << "after '" << text << "'";
+    const std::vector<int32_t> ids = allowed_ids(fast);
+    if (ids.empty()) {
+      ADD_FAILURE() << "no token allowed after '" << text << "'";
+      break;
+    }
+    // Prefer continuing for a while so walks get deep.
+    int32_t id = ids[rng() % ids.size()];
+    const bool can_stop = m.is_complete();
+    if (can_stop && step > 20) id = g->vocab().stop_ids()[0];
+    if (!g->vocab().is_stop(id)) text += g->vocab().bytes(id);
+    EXPECT_TRUE(m.accept_token(id));
+    if (m.is_terminated()) break;
+  }
+  return text;
+}
+
+TEST(Matcher, CachedMaskEqualsBruteForceOnJsonSchema) {
+  auto vocab = testing::make_vocab(pieces());
+  const auto schema = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
+      "name": {"type": "string", "maxLength": 6}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
+      "n": {"type": "integer", "minimum": -5, "maximum": 120}, "ok": {"type": ["boolean", "null"]}},
+      "required": ["name", "n"]})");
+  auto g = testing::compile(json_schema_grammar(schema), vocab);
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    const std::string text = random_walk(g, seed, 80);
+    if (!text.empty() && text.back() == '}') {
+      EXPECT_TRUE(nlohmann::json::accept(text)) << text;
+    }
+  }
+}
+
+TEST(Matcher, CachedMaskEqualsBruteForceOnRecursiveGrammar) {
+  auto vocab = testing::make_vocab(pieces());
+  auto g = testing::compile(parse_gbnf(R"(root ::= value
+value ::= "[" (value (", " value)*)? "]" | [a-z]+ | "\"" ([^"\\] | "\\n")* "\""
+)"),
+                            vocab);
+  for (uint32_t seed = 0; seed < 20; ++seed) random_walk(g, seed, 60);
+}
+
+TEST(Matcher, StopOnlyWhereComplete) {
+  auto vocab = testing::make_vocab(pieces());
+  const int32_t stop = vocab->stop_ids()[0];
+  GrammarMatcher m(testing::compile(parse_gbnf("root ::= \"ab\" \"c\"?"), vocab));
+  EXPECT_FALSE(m.accept_token(stop));
+  ASSERT_TRUE(m.accept_bytes("ab"));
+  EXPECT_TRUE(m.is_complete());
+  const std::vector<int32_t> ids = allowed_ids(fast_mask(m));
+  EXPECT_EQ(ids.size(), 2u);  // "c" and the stop id
+  EXPECT_TRUE(m.accept_token(stop));
+  EXPECT_TRUE(m.is_terminated());
+  EXPECT_FALSE(m.accept_bytes("c"));
+}
+
+TEST(Matcher, TokensSplittingUtf8Characters) {
+  auto vocab = testing::make_vocab(pieces());
+  GrammarMatcher m(testing::compile(parse_gbnf("root ::= [\\u00e0-\\u00ff]+ \"!\""), vocab));
+  std::vector<int32_t> ids = allowed_ids(fast_mask(m));
+  std::vector<std::string> allowed;
+  for (int32_t id : ids) allowed.emplace_back(vocab->bytes(id));
+  EXPECT_EQ(allowed, (std::vector<std::string>{"\xC3", "\xC3\xA9"}));
+  ASSERT_TRUE(m.accept_bytes("\xC3"));
+  allowed.clear();
+  for (int32_t id : allowed_ids(fast_mask(m))) allowed.emplace_back(vocab->bytes(id));
+  EXPECT_EQ(allowed, (std::vector<std::string>{"\xA9", "\xAD"}));  // continuation bytes in A0-BF
+  EXPECT_FALSE(m.accept_bytes("!"));                               // inside a character
+  EXPECT_TRUE(m.accept_bytes("\xA9!"));
+  EXPECT_TRUE(m.is_complete());
+}
+
+TEST(Matcher, RejectedTokenLeavesStateUnchanged) {
+  auto vocab = testing::make_vocab(pieces());
+  GrammarMatcher m(testing::compile(parse_gbnf("root ::= \"abc\""), vocab));
+  EXPECT_TRUE(m.accept_bytes("a"));
+  EXPECT_FALSE(m.accept_bytes("bx"));
+  EXPECT_TRUE(m.accept_bytes("bc"));
+  EXPECT_TRUE(m.is_complete());
+  EXPECT_TRUE(m.must_stop());
+}
+
+}  // namespace
+}  // namespace qinfer::grammar

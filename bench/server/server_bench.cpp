@@ -29,9 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/factory.h"
 #include "bench/server/bench_server.h"
 #include "cli/model_loading.h"
-#include "fake_backend.h"
+#include "testing/fake_backend.h"
 #include "util/error.h"
 
 namespace qinfer::bench {

@@ -111,10 +111,6 @@ class Backend {
   virtual std::vector<float> forward_logits(const Batch& batch) = 0;
 };
 
-// Creates the backend for options.device. "auto" takes CUDA when a usable GPU exists, else the CPU.
-// Throws Error(kUnavailable) for "cuda" without a usable GPU (with the driver's reason).
-std::unique_ptr<Backend> create_backend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options);
-
 // Checks the structure of a batch against the cache and model (token ids in the vocabulary, block tables long enough,
 // block ids in range, spans consistent). Shared by all backends. Throws Error(kInvalidArgument).
 void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len);

@@ -1,3 +1,5 @@
+#include "backend/factory.h"
+
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "util/error.h"

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/factory.h"
 #include "cli/bench_throughput.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"

@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 
+#include "backend/factory.h"
 #include "cli/bench_throughput.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backend/backend.h"
+#include "backend/factory.h"
 #include "cli/commands.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "backend/factory.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"

@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "chat_template/chat_template.h"
 #include "cli/commands.h"
 #include "model/model_path.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/json_file.h"

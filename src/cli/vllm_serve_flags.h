@@ -9,10 +9,10 @@
 #include <optional>
 #include <string>
 
+#include "chat_template/chat_template.h"
 #include "cli/model_loading.h"
 #include "engine/engine.h"
 #include "server/server_options.h"
-#include "tokenizer/chat_template.h"
 
 namespace qinfer::cli {
 

@@ -207,7 +207,6 @@ void Scheduler::build_batch() {
   if (!scheduled_.empty()) {
     ++stats_.steps;
     stats_.scheduled_sequences += scheduled_.size();
-    stats_.scheduled_tokens += batch_.token_ids.size();
   }
 }
 

@@ -53,7 +53,6 @@ struct SequenceUpdate {
 struct SchedulerStats {
   uint64_t steps = 0;
   uint64_t scheduled_sequences = 0;  // summed over steps: mean batch size = scheduled_sequences / steps
-  uint64_t scheduled_tokens = 0;
   uint64_t preemptions = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "grammar/text_cursor.h"
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::grammar {
 
@@ -13,18 +14,9 @@ bool TextCursor::consume(std::string_view s) {
 }
 
 uint32_t TextCursor::next_codepoint() {
-  const auto lead = static_cast<unsigned char>(next());
-  if (lead < 0x80) return lead;
-  const int extra = lead >= 0xF0 && lead < 0xF8 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC2 && lead < 0xE0 ? 1 : -1;
-  if (extra < 0) fail("invalid UTF-8");
-  uint32_t cp = lead & (0x3F >> extra);
-  for (int i = 0; i < extra; ++i) {
-    const auto c = static_cast<unsigned char>(peek());
-    if ((c & 0xC0) != 0x80) fail("invalid UTF-8");
-    advance();
-    cp = (cp << 6) | (c & 0x3F);
-  }
-  return cp;
+  // Shortest form only, no surrogates, at most U+10FFFF (util/utf8.h).
+  if (utf8::valid_sequence_length(text_, pos_) == 0) fail("invalid UTF-8");
+  return utf8::decode_valid(text_, pos_);
 }
 
 int32_t TextCursor::control_escape(char letter) {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "chat_template/chat_template.h"
 #include "engine/request.h"
 #include "model/config.h"
 #include "server/structured_output_request.h"
-#include "tokenizer/chat_template.h"
 
 namespace qinfer::server {
 

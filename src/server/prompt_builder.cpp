@@ -4,14 +4,10 @@
 #include <cstdio>
 #include <random>
 
+#include "util/utf8.h"
+
 namespace qinfer::server {
 namespace {
-
-bool is_protected_role(const nlohmann::ordered_json& message) {
-  if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) return false;
-  const std::string& role = message["role"].get_ref<const std::string&>();
-  return role == "user" || role == "system" || role == "tool";
-}
 
 std::string random_hex(size_t digits) {
   std::random_device device;
@@ -24,10 +20,10 @@ std::string random_hex(size_t digits) {
   return out.substr(0, digits);
 }
 
-// U+E000 and U+E001 (private use) bracket the placeholders: never produced by templates, and the random part makes
-// a client-written look-alike useless.
-constexpr std::string_view kPlaceholderOpen = "\xEE\x80\x80";
-constexpr std::string_view kPlaceholderClose = "\xEE\x80\x81";
+// U+E000 and U+E001 (private use) bracket the marker: never produced by templates, and the random part makes a
+// client-written look-alike useless.
+constexpr std::string_view kMarkerOpen = "\xEE\x80\x80";
+constexpr std::string_view kMarkerClose = "\xEE\x80\x81";
 
 }  // namespace
 
@@ -35,91 +31,94 @@ PromptBuilder::PromptBuilder(Tokenizer tokenizer, ChatTemplate chat_template, bo
     : tokenizer_(std::move(tokenizer)),
       template_(std::move(chat_template)),
       allow_special_tokens_in_content_(allow_special_tokens_in_content),
-      placeholder_prefix_(std::string(kPlaceholderOpen) + "qinfer-content-" + random_hex(24) + "-") {
+      marker_(std::string(kMarkerOpen) + "qinfer-" + random_hex(24) + std::string(kMarkerClose)) {
   for (int32_t id = 0; id < tokenizer_.vocab_size(); ++id)
     if (tokenizer_.is_special(id)) {
       std::string_view text = tokenizer_.token_bytes(id, false);
-      if (!text.empty()) special_tokens_.push_back({std::string(text), id});
+      if (text.empty()) continue;
+      special_texts_.emplace_back(text);
+      special_first_bytes_[static_cast<unsigned char>(text[0])] = true;
     }
-  std::sort(special_tokens_.begin(), special_tokens_.end(),
-            [](const SpecialToken& a, const SpecialToken& b) { return a.text.size() > b.text.size(); });
 }
 
-bool PromptBuilder::contains_special_text(std::string_view text) const {
-  return std::any_of(special_tokens_.begin(), special_tokens_.end(),
-                     [&](const SpecialToken& token) { return text.find(token.text) != std::string_view::npos; });
+bool PromptBuilder::mark_string(std::string& text) const {
+  // Every start of a special-token text, overlapping ones included, gets a marker after its first character.
+  std::vector<size_t> cuts;
+  for (size_t pos = 0; pos < text.size(); ++pos) {
+    if (!special_first_bytes_[static_cast<unsigned char>(text[pos])]) continue;
+    const bool starts_token = std::any_of(special_texts_.begin(), special_texts_.end(), [&](const std::string& token) {
+      return text.compare(pos, token.size(), token) == 0;
+    });
+    if (!starts_token) continue;
+    size_t after_first = pos;
+    utf8::decode_lenient(text, after_first);
+    if (cuts.empty() || cuts.back() != after_first) cuts.push_back(after_first);
+  }
+  for (auto cut = cuts.rbegin(); cut != cuts.rend(); ++cut) text.insert(*cut, marker_);
+  return !cuts.empty();
+}
+
+bool PromptBuilder::mark_json(nlohmann::ordered_json& value) const {
+  if (value.is_string()) return mark_string(value.get_ref<std::string&>());
+  bool marked = false;
+  if (value.is_array()) {
+    for (auto& item : value) marked = mark_json(item) || marked;
+  } else if (value.is_object()) {
+    bool keys_marked = false;
+    for (auto& [key, item] : value.items()) {
+      std::string name = key;
+      keys_marked = mark_string(name) || keys_marked;
+      marked = mark_json(item) || marked;
+    }
+    if (keys_marked) {  // keys cannot be changed in place: the object is rebuilt in its order
+      nlohmann::ordered_json rebuilt = nlohmann::ordered_json::object();
+      for (auto& [key, item] : value.items()) {
+        std::string name = key;
+        mark_string(name);
+        rebuilt[name] = std::move(item);
+      }
+      value = std::move(rebuilt);
+    }
+    marked = marked || keys_marked;
+  }
+  return marked;
 }
 
 std::vector<int32_t> PromptBuilder::chat_prompt(const ChatTemplateInputs& inputs) const {
   if (allow_special_tokens_in_content_) return tokenizer_.encode(template_.render(inputs), true);
-  std::vector<std::string> hostile;  // content strings that contain special-token text, by placeholder index
-  ChatTemplateInputs masked = inputs;
-  for (auto& message : masked.messages) {
-    if (!is_protected_role(message) || !message.contains("content") || !message["content"].is_string()) continue;
-    std::string& content = message["content"].get_ref<std::string&>();
-    if (!contains_special_text(content)) continue;
-    hostile.push_back(content);
-    content = placeholder_prefix_ + std::to_string(hostile.size() - 1) + std::string(kPlaceholderClose);
-  }
-  if (hostile.empty()) return tokenizer_.encode(template_.render(inputs), true);
-
-  const std::string rendered = template_.render(masked);
-  std::string text;
-  std::vector<std::pair<size_t, size_t>> protected_ranges;
-  size_t pos = 0;
-  while (true) {
-    size_t found = rendered.find(placeholder_prefix_, pos);
-    size_t close = found == std::string::npos ? found : rendered.find(kPlaceholderClose, found);
-    if (close == std::string::npos) {
-      text.append(rendered, pos, std::string::npos);
-      break;
-    }
-    text.append(rendered, pos, found - pos);
-    size_t index_begin = found + placeholder_prefix_.size();
-    size_t index = std::stoul(rendered.substr(index_begin, close - index_begin));
-    protected_ranges.emplace_back(text.size(), text.size() + hostile.at(index).size());
-    text += hostile[index];
-    pos = close + kPlaceholderClose.size();
-  }
-  return encode_protected(text, protected_ranges);
+  ChatTemplateInputs marked = inputs;
+  bool any = mark_json(marked.messages);
+  any = mark_json(marked.tools) || any;
+  any = mark_json(marked.extra_kwargs) || any;
+  if (!any) return tokenizer_.encode(template_.render(inputs), true);
+  return encode_marked_render(template_.render(marked));
 }
 
-std::vector<int32_t> PromptBuilder::encode_protected(
-    const std::string& text, const std::vector<std::pair<size_t, size_t>>& protected_ranges) const {
-  std::vector<int32_t> ids;
-  auto flush = [&](size_t begin, size_t end) {
-    if (end <= begin) return;
-    std::vector<int32_t> piece = tokenizer_.encode(std::string_view(text).substr(begin, end - begin), false);
-    ids.insert(ids.end(), piece.begin(), piece.end());
-  };
-  size_t piece_begin = 0;
-  size_t range = 0;
+std::vector<int32_t> PromptBuilder::encode_marked_render(std::string_view rendered) const {
+  // The render without markers, and the spots (byte offsets in it) where markers were.
+  std::string text;
+  std::vector<size_t> spots;
   size_t pos = 0;
-  while (pos < text.size()) {
-    while (range < protected_ranges.size() && protected_ranges[range].second <= pos) ++range;
-    const bool in_content = range < protected_ranges.size() && protected_ranges[range].first <= pos;
-    if (in_content) {
-      pos = protected_ranges[range].second;
-      continue;
-    }
-    const size_t limit = range < protected_ranges.size() ? protected_ranges[range].first : text.size();
-    const SpecialToken* match = nullptr;
-    for (const SpecialToken& token : special_tokens_)
-      if (pos + token.text.size() <= limit && text.compare(pos, token.text.size(), token.text) == 0) {
-        match = &token;
-        break;
-      }
-    if (!match) {
-      ++pos;
-      continue;
-    }
-    flush(piece_begin, pos);
-    ids.push_back(match->id);
-    pos += match->text.size();
-    piece_begin = pos;
+  for (size_t found; (found = rendered.find(marker_, pos)) != std::string_view::npos; pos = found + marker_.size()) {
+    text.append(rendered, pos, found - pos);
+    spots.push_back(text.size());
   }
-  flush(piece_begin, text.size());
-  return ids;
+  text.append(rendered, pos, std::string_view::npos);
+
+  // Around each spot the character before and the one after are client text: no special token may cover them.
+  std::vector<TextPart> parts;
+  size_t allowed_from = 0;
+  for (size_t spot : spots) {
+    const size_t begin = std::max(spot == 0 ? 0 : utf8::previous_start(text, spot), allowed_from);
+    size_t end = spot;
+    if (end < text.size()) utf8::decode_lenient(text, end);
+    if (allowed_from < begin)
+      parts.push_back({std::string_view(text).substr(allowed_from, begin - allowed_from), true});
+    if (begin < end) parts.push_back({std::string_view(text).substr(begin, end - begin), false});
+    allowed_from = std::max(allowed_from, end);
+  }
+  if (allowed_from < text.size()) parts.push_back({std::string_view(text).substr(allowed_from), true});
+  return tokenizer_.encode(parts);
 }
 
 }  // namespace qinfer::server

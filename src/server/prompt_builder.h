@@ -1,27 +1,30 @@
-// Turns chat messages (through the model's chat template) or raw prompts into token ids, keeping client-supplied
-// message content from forging control tokens.
+// Turns chat messages (through the model's chat template) or raw prompts into token ids, keeping client-supplied text
+// from forging control tokens.
 //
-// Method (docs/API.md §Prompt safety): when no user/system/tool content contains the text of a special token, the
-// rendered template is tokenized as HF does (special tokens matched). Otherwise the template is rendered a second
-// time with each such content replaced by a random placeholder; the render is split at the placeholders, special
-// tokens are matched only in the template's own text, and every stretch between two special tokens (template text
-// and content together, as HF's added-token split would give) is encoded with special-token matching off. For benign
-// content this gives exactly HF's ids; for hostile content the forged markers become plain text.
+// Method (docs/API.md §Prompt safety): client text is every string of the request that reaches the template —
+// message fields of every role, tool definitions (names, descriptions, parameter schemas, keys included) and
+// chat_template_kwargs values. When none of it contains the text of a special token, the rendered template is
+// tokenized as HF does (special tokens matched). Otherwise a marker (private-use characters around a random nonce)
+// is put after the first character of every special-token text inside those strings and the template rendered; the
+// markers are taken out of the render again and the tokenizer encodes it in parts (Tokenizer::encode over
+// TextParts), where no special token may cover the spot of a marker. Whatever the template does with the strings,
+// a forged marker stays plain text; the template's own control tokens stay real.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/chat_template.h"
+#include "chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qinfer::server {
 
 class PromptBuilder {
  public:
-  // `allow_special_tokens_in_content` restores HF's behaviour (content may contain control tokens).
+  // `allow_special_tokens_in_content` restores HF's behaviour (client text may contain control tokens).
   PromptBuilder(Tokenizer tokenizer, ChatTemplate chat_template, bool allow_special_tokens_in_content);
 
   // Renders and tokenizes. Throws Error(kInvalidArgument) for template errors.
@@ -34,21 +37,19 @@ class PromptBuilder {
   const Tokenizer& tokenizer() const { return tokenizer_; }
 
  private:
-  struct SpecialToken {
-    std::string text;
-    int32_t id;
-  };
-  bool contains_special_text(std::string_view text) const;
-  // Encodes `text` whose byte ranges [first, second) in `protected_ranges` (ascending) are client content: special
-  // tokens are matched only outside them.
-  std::vector<int32_t> encode_protected(const std::string& text,
-                                        const std::vector<std::pair<size_t, size_t>>& protected_ranges) const;
+  // Puts the marker into every special-token text of `text`; false when it holds none.
+  bool mark_string(std::string& text) const;
+  // mark_string over every string and object key of `value`; false when none held special-token text.
+  bool mark_json(nlohmann::ordered_json& value) const;
+  // Encodes a render of marked inputs: markers removed, no special token matched across the spot of one.
+  std::vector<int32_t> encode_marked_render(std::string_view rendered) const;
 
   Tokenizer tokenizer_;
   ChatTemplate template_;
   bool allow_special_tokens_in_content_;
-  std::vector<SpecialToken> special_tokens_;  // longest first, so a scan finds the longest match
-  std::string placeholder_prefix_;            // random per server, so clients cannot guess it
+  std::vector<std::string> special_texts_;
+  std::array<bool, 256> special_first_bytes_{};  // bytes that start a special-token text
+  std::string marker_;                           // random per server, so clients cannot write one
 };
 
 }  // namespace qinfer::server

@@ -3,15 +3,13 @@
 #include <algorithm>
 
 #include "tokenizer/unicode_classes.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {
 
 char32_t last_char(std::string_view text) {
-  size_t pos = text.size();
-  while (pos > 0 && (static_cast<unsigned char>(text[pos - 1]) & 0xC0) == 0x80) --pos;
-  if (pos > 0) --pos;
+  size_t pos = utf8::previous_start(text, text.size());
   return utf8::decode_valid(text, pos);
 }
 
@@ -19,8 +17,7 @@ char32_t last_char(std::string_view text) {
 size_t trailing_space_start(std::string_view text) {
   size_t end = text.size();
   while (end > 0) {
-    size_t begin = end - 1;
-    while (begin > 0 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
+    const size_t begin = utf8::previous_start(text, end);
     size_t pos = begin;
     if (!unicode::is_white_space(utf8::decode_valid(text, pos))) break;
     end = begin;
@@ -80,9 +77,11 @@ std::pair<size_t, int32_t> AddedTokenMatcher::longest_match_at(std::string_view 
   return best;
 }
 
-void AddedTokenMatcher::split(std::string_view text, bool skip_special, std::vector<TextSegment>& segments) const {
+void AddedTokenMatcher::split(std::string_view text, std::span<const ByteRange> special_allowed,
+                              std::vector<TextSegment>& segments) const {
   size_t start_offset = 0;  // end of the last emitted segment
   size_t search = 0;        // where the next leftmost-longest search begins
+  size_t allowed = 0;       // first range of special_allowed that may still hold a match (matches come in order)
   while (search < text.size()) {
     if (!first_bytes_[static_cast<unsigned char>(text[search])]) {
       ++search;
@@ -97,7 +96,12 @@ void AddedTokenMatcher::split(std::string_view text, bool skip_special, std::vec
     size_t stop = search + length;
     search = stop;
     const AddedToken& token = tokens_[index];
-    if (skip_special && token.special) continue;
+    if (token.special) {
+      while (allowed < special_allowed.size() && special_allowed[allowed].end <= start) ++allowed;
+      const bool inside = allowed < special_allowed.size() && special_allowed[allowed].begin <= start &&
+                          stop <= special_allowed[allowed].end;
+      if (!inside) continue;
+    }
     if (token.single_word) {
       const bool word_before = start > 0 && unicode::is_word_char(last_char(text.substr(0, start)));
       size_t after = stop;

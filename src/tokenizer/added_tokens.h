@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,12 @@ struct TextSegment {
   int32_t id;
 };
 
+// A byte range [begin, end) of a text.
+struct ByteRange {
+  size_t begin;
+  size_t end;
+};
+
 class AddedTokenMatcher {
  public:
   AddedTokenMatcher() = default;
@@ -35,8 +42,11 @@ class AddedTokenMatcher {
 
   bool empty() const { return tokens_.empty(); }
 
-  // Splits valid UTF-8 text into segments covering it. With skip_special, tokens flagged special are left as text.
-  void split(std::string_view text, bool skip_special, std::vector<TextSegment>& segments) const;
+  // Splits valid UTF-8 text into segments covering it. A token flagged special is matched only where its text lies
+  // wholly inside one of `special_allowed` (ascending, disjoint); elsewhere its text is left as text, and the search
+  // goes on after it as HF's does (its bytes are not searched again for a shorter token).
+  void split(std::string_view text, std::span<const ByteRange> special_allowed,
+             std::vector<TextSegment>& segments) const;
 
  private:
   struct Node {

@@ -1,6 +1,6 @@
 #include "tokenizer/byte_level.h"
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer::byte_level {
 namespace {

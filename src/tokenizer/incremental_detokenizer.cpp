@@ -1,6 +1,6 @@
 #include "tokenizer/incremental_detokenizer.h"
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 

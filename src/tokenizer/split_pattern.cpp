@@ -1,7 +1,7 @@
 #include "tokenizer/split_pattern.h"
 
 #include "tokenizer/unicode_classes.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

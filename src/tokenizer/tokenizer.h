@@ -23,6 +23,12 @@
 
 namespace qinfer {
 
+// One piece of a text encoded in parts, and whether added tokens flagged `special` may match inside it.
+struct TextPart {
+  std::string_view text;
+  bool match_special_tokens = true;
+};
+
 class Tokenizer {
  public:
   // Throws Error(kNotFound) for a missing file, Error(kFormat) for malformed JSON or fields (naming the field),
@@ -35,6 +41,14 @@ class Tokenizer {
   // encoded as ordinary bytes) — HF's `encode_special_tokens = True`; non-special added tokens such as <think> still
   // match. Use it for untrusted user content so it cannot forge chat-control tokens. Thread-safe.
   std::vector<int32_t> encode(std::string_view text, bool match_special_tokens = true) const;
+
+  // Encodes the concatenation of `parts` exactly as encode() encodes that one text (added tokens found in the whole
+  // text with HF's single_word / lstrip / rstrip flags, each stretch between them pre-tokenized as one), except that
+  // a special token matches only where its text lies wholly inside parts that allow special tokens (adjacent ones
+  // count as one). Client text goes in parts with match_special_tokens = false: it cannot forge control tokens, and
+  // a prompt whose client text holds none gets exactly the ids of encode(joined text). Invalid UTF-8 is repaired per
+  // part. Thread-safe.
+  std::vector<int32_t> encode(std::span<const TextPart> parts) const;
 
   // Ids → text, as HF's decode: ids outside the vocabulary are ignored, and with skip_special_tokens only added
   // tokens flagged `special` are dropped.

@@ -9,8 +9,8 @@
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/tokenizer_json.h"
 #include "tokenizer/unicode_classes.h"
-#include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer::unicode {
 namespace {

@@ -5,26 +5,6 @@
 
 namespace qinfer {
 
-std::string_view error_kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorKind::kNotFound:
-      return "not_found";
-    case ErrorKind::kFormat:
-      return "format_error";
-    case ErrorKind::kUnsupported:
-      return "unsupported";
-    case ErrorKind::kOutOfMemory:
-      return "out_of_memory";
-    case ErrorKind::kUnavailable:
-      return "unavailable";
-    case ErrorKind::kInternal:
-      return "internal_error";
-  }
-  return "internal_error";
-}
-
 int error_kind_exit_code(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kInvalidArgument:

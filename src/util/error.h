@@ -18,7 +18,6 @@ enum class ErrorKind {
   kInternal,         // everything else (HTTP 500, exit 1)
 };
 
-std::string_view error_kind_name(ErrorKind kind);
 int error_kind_exit_code(ErrorKind kind);
 
 class Error : public std::runtime_error {

@@ -4,8 +4,9 @@
 #include <numeric>
 
 #include "backend/backend.h"
-#include "batch_test_util.h"
+#include "backend/factory.h"
 #include "model/test_model.h"
+#include "testing/batch_test_util.h"
 #include "util/error.h"
 
 namespace qinfer {

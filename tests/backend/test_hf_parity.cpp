@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "backend/backend.h"
+#include "backend/factory.h"
 #include "model/test_model.h"
 #include "util/json_file.h"
 #include "util/thread_pool.h"

@@ -9,9 +9,9 @@
 #include "backend/backend.h"
 #include "engine/engine.h"
 #include "engine/tokenizer_text_decoder.h"
-#include "engine_run.h"
 #include "grammar/grammar_compiler.h"
 #include "model/test_model.h"
+#include "testing/engine_run.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 

@@ -9,9 +9,10 @@
 #include <numeric>
 
 #include "backend/backend.h"
+#include "backend/factory.h"
 #include "engine/engine.h"
-#include "engine_run.h"
 #include "model/test_model.h"
+#include "testing/engine_run.h"
 
 namespace qinfer {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "engine/engine.h"
-#include "fake_backend.h"
+#include "testing/fake_backend.h"
 
 namespace qinfer::testing {
 namespace {

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "fake_backend.h"
+#include "testing/fake_backend.h"
 #include "util/error.h"
 
 namespace qinfer::testing {

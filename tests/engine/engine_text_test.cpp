@@ -8,7 +8,7 @@
 
 #include "engine/engine.h"
 #include "engine/tokenizer_text_decoder.h"
-#include "fake_backend.h"
+#include "testing/fake_backend.h"
 #include "tokenizer/incremental_detokenizer.h"
 
 namespace qinfer::testing {

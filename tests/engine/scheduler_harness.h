@@ -9,7 +9,7 @@
 
 #include "engine/block_manager.h"
 #include "engine/scheduler.h"
-#include "fake_backend.h"
+#include "testing/fake_backend.h"
 
 namespace qinfer::testing {
 

@@ -4,9 +4,9 @@
 
 #include <chrono>
 
-#include "../tokenizer/test_assets.h"
 #include "grammar/json_schema.h"
 #include "grammar_test_util.h"
+#include "testing/tokenizer_assets.h"
 
 namespace qinfer::grammar {
 namespace {

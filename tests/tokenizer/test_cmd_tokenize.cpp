@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "test_assets.h"
+#include "testing/tokenizer_assets.h"
 #include "util/error.h"
 
 namespace qinfer {

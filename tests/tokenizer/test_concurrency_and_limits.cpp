@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "test_assets.h"
+#include "testing/tokenizer_assets.h"
 
 namespace qinfer {
 namespace {

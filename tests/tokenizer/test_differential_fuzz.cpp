@@ -6,12 +6,12 @@
 // HF's Oniguruma uses the White_Space property (NEL yes, BOM no). Those cases are pinned in test_split_pattern.cpp.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <random>
 
-#include "test_assets.h"
+#include "testing/js_reference_encoder.h"
+#include "testing/tokenizer_assets.h"
 #include "tokenizer/unicode_classes.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {
@@ -153,29 +153,8 @@ class StringGenerator {
   std::mt19937_64 rng_;
 };
 
-// Encodes every string with the JS implementation; one id array per string.
-std::vector<std::vector<int32_t>> encode_with_js(const std::vector<std::string>& texts, const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path();
-  const auto input = dir / ("qinfer_fuzz_" + name + ".in.jsonl");
-  const auto output = dir / ("qinfer_fuzz_" + name + ".out.jsonl");
-  {
-    std::ofstream in(input);
-    for (const auto& text : texts) in << nlohmann::json(text).dump() << "\n";
-  }
-  const auto script = std::filesystem::path(QINFER_SOURCE_DIR) / "tests/tokenizer/js_reference_encoder.cjs";
-  const std::string command = "node '" + script.string() + "' '" + test::kAssets.string() + "' < '" + input.string() +
-                              "' > '" + output.string() + "'";
-  if (std::system(command.c_str()) != 0) {
-    ADD_FAILURE() << "the JS reference encoder failed (needs node and tools/fetch-test-assets.sh): " << command;
-    return {};
-  }
-  std::vector<std::vector<int32_t>> ids;
-  for (const auto& value : test::read_jsonl(output)) ids.push_back(value.get<std::vector<int32_t>>());
-  return ids;
-}
-
 void expect_same_as_js(const Tokenizer& tokenizer, const std::vector<std::string>& texts, const std::string& name) {
-  const auto js_ids = encode_with_js(texts, name);
+  const auto js_ids = test::encode_with_js(texts, name);
   ASSERT_EQ(js_ids.size(), texts.size());
   size_t mismatches = 0;
   for (size_t i = 0; i < texts.size(); ++i) {

@@ -2,10 +2,10 @@
 // Tokenizer::decode (checked against HF decodes in test_reference_corpus.cpp).
 #include <gtest/gtest.h>
 
-#include "test_assets.h"
+#include "testing/tokenizer_assets.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

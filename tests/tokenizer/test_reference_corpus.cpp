@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "test_assets.h"
+#include "testing/tokenizer_assets.h"
 #include "tokenizer/incremental_detokenizer.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {

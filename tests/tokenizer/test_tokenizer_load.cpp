@@ -2,10 +2,10 @@
 // files, each naming the field at fault. Small synthetic tokenizers are built here from the same byte alphabet.
 #include <gtest/gtest.h>
 
-#include "test_assets.h"
+#include "testing/tokenizer_assets.h"
 #include "tokenizer/byte_level.h"
-#include "tokenizer/utf8.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace qinfer {
 namespace {
@@ -126,6 +126,40 @@ TEST(TokenizerLoad, AddedTokenFlags) {
   EXPECT_EQ(tokenizer.encode("e\u0301"), (Ids{261}));               // NFD input, normalized token
   EXPECT_EQ(tokenizer.encode("<l>", false), (Ids{'<', 'l', '>'}));  // special: off when special matching is off
   EXPECT_EQ(tokenizer.encode("<r>", false), (Ids{259}));            // not special: still matched
+}
+
+// Encoding in parts: the flags see the whole joined text (as HF does on it), and a special token matches only
+// wholly inside parts that allow it.
+TEST(TokenizerLoad, PartsMatchSpecialTokensOnlyWhereAllowed) {
+  json config = tiny_tokenizer();
+  config["added_tokens"] = json::array({
+      {{"id", 258}, {"content", "<l>"}, {"lstrip", true}, {"normalized", false}, {"special", true}},
+      {{"id", 259}, {"content", "<r>"}, {"rstrip", true}, {"normalized", false}, {"special", true}},
+      {{"id", 260}, {"content", "sw"}, {"single_word", true}, {"normalized", false}, {"special", true}},
+      {{"id", 261}, {"content", "\u00e9!"}, {"normalized", true}, {"special", true}},
+  });
+  const Tokenizer tokenizer = Tokenizer::from_file(write_temp("parts", config.dump()));
+  using Ids = std::vector<int32_t>;
+  const auto encode = [&](std::vector<TextPart> parts) { return tokenizer.encode(parts); };
+  // lstrip / rstrip take the whitespace of the neighbouring part, whatever that part allows.
+  EXPECT_EQ(encode({{"x  ", false}, {"<l>y", true}}), (Ids{'x', 258, 'y'}));
+  EXPECT_EQ(encode({{"x<r>", true}, {" \n y", false}}), (Ids{'x', 259, 'y'}));
+  // A token in a part that does not allow it, or across the border of one, stays text.
+  EXPECT_EQ(encode({{"x", true}, {"<l>", false}, {"y", true}}), (Ids{'x', '<', 'l', '>', 'y'}));
+  EXPECT_EQ(encode({{"x<", true}, {"l>", false}}), (Ids{'x', '<', 'l', '>'}));
+  // Adjacent parts that both allow it count as one.
+  EXPECT_EQ(encode({{"x<", true}, {"l>", true}}), (Ids{'x', 258}));
+  // single_word looks at the characters of the neighbouring parts.
+  EXPECT_EQ(encode({{"a", false}, {"sw", true}}), (Ids{'a', 's', 'w'}));
+  EXPECT_EQ(encode({{"a ", false}, {"sw", true}}), (Ids{'a', ' ', 260}));
+  // A normalized special token in text that NFC changes matches only when the whole stretch allows it.
+  EXPECT_EQ(encode({{"x", true}, {"e\u0301!", true}}), (Ids{'x', 261}));
+  EXPECT_EQ(encode({{"x", false}, {"e\u0301!", true}}), (Ids{'x', 0xC3, 0xA9, '!'}));
+  // One part is encode(text, flag); invalid UTF-8 is repaired per part.
+  EXPECT_EQ(encode({{"x<l>", true}}), tokenizer.encode("x<l>", true));
+  EXPECT_EQ(encode({{"x<l>", false}}), tokenizer.encode("x<l>", false));
+  EXPECT_EQ(encode({{"a\xE4", true}, {"\xB8\xAD", true}}), tokenizer.encode("a\uFFFD\uFFFD\uFFFD"));
+  EXPECT_TRUE(encode({}).empty());
 }
 
 TEST(TokenizerLoad, LegacyMergeStringsAndLlama3RegexLoad) {

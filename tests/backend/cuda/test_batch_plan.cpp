@@ -5,7 +5,7 @@
 #include <map>
 
 #include "backend/cuda/batch_plan.h"
-#include "batch_test_util.h"
+#include "testing/batch_test_util.h"
 
 namespace qinfer::cuda {
 namespace {

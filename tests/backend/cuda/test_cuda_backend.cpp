@@ -11,10 +11,11 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/kernels/decode_attention.h"
+#include "backend/factory.h"
 #include "backend/sampling.h"
-#include "batch_test_util.h"
 #include "gpu_test_util.h"
 #include "model/test_model.h"
+#include "testing/batch_test_util.h"
 
 namespace qinfer {
 namespace {

@@ -17,10 +17,11 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/factory.h"
 #include "engine/engine.h"
-#include "engine_run.h"
 #include "gpu_test_util.h"
 #include "model/test_model.h"
+#include "testing/engine_run.h"
 
 namespace qinfer {
 namespace {

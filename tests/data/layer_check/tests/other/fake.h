@@ -1,0 +1,2 @@
+// A helper of another test folder.
+#pragma once

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "../model/checkpoint_edit.h"
+#include "testing/checkpoint_edit.h"
 #include "backend/backend.h"
-#include "batch_test_util.h"
+#include "testing/batch_test_util.h"
 #include "model/test_model.h"
 #include "util/half.h"
 

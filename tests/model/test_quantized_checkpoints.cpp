@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "checkpoint_edit.h"
+#include "testing/checkpoint_edit.h"
 #include "model/online_quantization.h"
 #include "model/test_model.h"
 #include "util/error.h"

@@ -517,7 +517,10 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
   block_max_and_keys(local_max, top, stats.max, chunk_top);
   stats.best = chunk_top.first;
   double local_sum = 0;
-  for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) local_sum += expf(logits[i] - stats.max);
+  // A token masked out by a constraint is -inf; a chunk with every token masked has max -inf too, where
+  // exp(-inf - -inf) would be NaN: such tokens add nothing.
+  for (int i = begin + threadIdx.x; i < end; i += kStatsThreads)
+    local_sum += logits[i] == -INFINITY ? 0.0f : expf(logits[i] - stats.max);
   for (int o = 16; o > 0; o >>= 1) local_sum += __shfl_xor_sync(0xffffffffu, local_sum, o);
   if (lane == 0) sums[warp] = local_sum;
   stats.penalised_max = stats.max;
@@ -553,7 +556,7 @@ __global__ void __launch_bounds__(kStatsThreads) logits_chunk_stats_kernel(Sampl
     double local_scaled_sum = 0;
     for (int i = begin + threadIdx.x; i < end; i += kStatsThreads) {
       const float v = penalised_row ? penalised[i - begin] : logits[i];
-      local_scaled_sum += exp(static_cast<double>(v / sp.temperature - scaled_max));
+      local_scaled_sum += v == -INFINITY ? 0.0 : exp(static_cast<double>(v / sp.temperature - scaled_max));
     }
     for (int o = 16; o > 0; o >>= 1) local_scaled_sum += __shfl_xor_sync(0xffffffffu, local_scaled_sum, o);
     if (lane == 0) scaled_sums[warp] = local_scaled_sum;

@@ -184,6 +184,12 @@ TensorView Checkpoint::tensor(const std::string& name) const {
   return files_[it->second]->view(name);
 }
 
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, idx] : where_) names.push_back(name);
+  return names;
+}
+
 size_t Checkpoint::total_bytes() const {
   size_t total = 0;
   for (const auto& f : files_) total += f->path().empty() ? 0 : std::filesystem::file_size(f->path());

@@ -67,6 +67,7 @@ class Checkpoint {
   bool contains(const std::string& name) const { return where_.count(name) != 0; }
   // Throws Error(kNotFound) naming the tensor and the checkpoint.
   TensorView tensor(const std::string& name) const;
+  std::vector<std::string> tensor_names() const;  // for errors that list what a checkpoint holds
   size_t total_bytes() const;
   const std::filesystem::path& dir() const { return dir_; }
 

@@ -8,6 +8,7 @@
 
 #include "testing/checkpoint_edit.h"
 #include "backend/backend.h"
+#include "backend/factory.h"
 #include "testing/batch_test_util.h"
 #include "model/test_model.h"
 #include "util/half.h"

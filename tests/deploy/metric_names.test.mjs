@@ -27,8 +27,12 @@ test('metric names in deploy/ exist in /metrics', async () => {
   const reply = await postJson(server.url, '/v1/completions', { model: 'tiny', prompt: 'Hi', max_tokens: 2 });
   assert.equal(reply.status, 200, reply.body);
   const exposition = (await rawRequest(server.url, 'GET', '/metrics')).body;
-  const exported = new Set(exposition.split('\n').filter((l) => l && !l.startsWith('#'))
-    .map((l) => l.split(/[{ ]/)[0]));
+  // Series names, and the family names of `# TYPE` lines (a histogram's family has only _bucket/_sum/_count series).
+  const lines = exposition.split('\n');
+  const exported = new Set([
+    ...lines.filter((l) => l && !l.startsWith('#')).map((l) => l.split(/[{ ]/)[0]),
+    ...lines.filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]),
+  ]);
   const registered = fs.readFileSync(path.join(ROOT, 'src/server/server_metrics.cpp'), 'utf8');
   const used = new Map();
   for (const file of deployFiles(path.join(ROOT, 'deploy'))) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/factory.h"
 #include "engine/engine.h"
 #include "engine/tokenizer_text_decoder.h"
 #include "grammar/grammar_compiler.h"

@@ -14,6 +14,19 @@ void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags
   cmd.add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", flags.enable_chunked_prefill,
                "Split long prompts across steps next to decodes")
       ->capture_default_str();
+  cmd.add_option("--long-prefill-token-threshold", flags.long_prefill_token_threshold,
+                 "Prompts with more tokens left are long; no prefill chunk takes more (0: none; with "
+                 "--max-num-partial-prefills > 1: 4% of --max-model-len)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_option("--max-num-partial-prefills", flags.max_num_partial_prefills,
+                 "Sequences computing prompt tokens in one step, at most (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_option("--max-long-partial-prefills", flags.max_long_partial_prefills,
+                 "Long prompts among them, at most, so short prompts pass long ones (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd.add_option("--scheduling-policy,--scheduler-policy,--schedule-policy", flags.scheduling_policy,
                  "fcfs | priority | lpm (longest cached prefix first); SGLang: --schedule-policy")
       ->check(CLI::IsMember({"fcfs", "priority", "lpm"}))
@@ -26,6 +39,9 @@ EngineOptions engine_options_from_flags(const BackendOptions& backend, const Eng
   options.max_num_batched_tokens = backend.max_num_batched_tokens;
   options.enable_prefix_caching = flags.enable_prefix_caching;
   options.enable_chunked_prefill = flags.enable_chunked_prefill;
+  options.long_prefill_token_threshold = flags.long_prefill_token_threshold;
+  options.max_num_partial_prefills = flags.max_num_partial_prefills;
+  options.max_long_partial_prefills = flags.max_long_partial_prefills;
   options.policy = parse_scheduling_policy(flags.scheduling_policy);
   return options;
 }

@@ -12,6 +12,9 @@ namespace qinfer::cli {
 struct EngineFlags {
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
+  int32_t long_prefill_token_threshold = 0;
+  int32_t max_num_partial_prefills = 0;
+  int32_t max_long_partial_prefills = 0;
   std::string scheduling_policy = "fcfs";
 };
 

@@ -16,6 +16,11 @@ SchedulerOptions scheduler_options(const EngineOptions& options, int32_t max_mod
   result.max_num_batched_tokens = options.max_num_batched_tokens;
   result.max_model_len = max_model_len;
   result.enable_chunked_prefill = options.enable_chunked_prefill;
+  result.long_prefill_token_threshold = options.long_prefill_token_threshold;
+  if (result.long_prefill_token_threshold == 0 && options.max_num_partial_prefills > 1)
+    result.long_prefill_token_threshold = std::max<int32_t>(1, max_model_len / 25);
+  result.max_num_partial_prefills = options.max_num_partial_prefills;
+  result.max_long_partial_prefills = options.max_long_partial_prefills;
   result.policy = options.policy;
   result.eos_token_ids = options.eos_token_ids.value_or(config.eos_token_ids);
   return result;

@@ -33,6 +33,11 @@ struct EngineOptions {
   int32_t max_model_len = 0;  // 0: the backend's
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
+  // Partial-prefill limits (SchedulerOptions). A threshold of 0 with max_num_partial_prefills > 1 becomes 4 % of
+  // max_model_len, as in vLLM.
+  int32_t long_prefill_token_threshold = 0;
+  int32_t max_num_partial_prefills = 0;
+  int32_t max_long_partial_prefills = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int32_t max_n = 64;
   int32_t max_logprobs = -1;      // top logprobs a request may ask for per token (-1: any the API allows)

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 #include <unordered_set>
 
@@ -33,6 +34,16 @@ Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks) : options_(
                                                  std::to_string(options_.max_num_seqs) + ", max_num_batched_tokens " +
                                                  std::to_string(options_.max_num_batched_tokens) + ", max_model_len " +
                                                  std::to_string(options_.max_model_len));
+  const int32_t partial = options_.max_num_partial_prefills, long_partial = options_.max_long_partial_prefills;
+  if (options_.long_prefill_token_threshold < 0 || partial < 0 || long_partial < 0)
+    throw Error(ErrorKind::kInvalidArgument,
+                "partial-prefill limits must not be negative: long_prefill_token_threshold " +
+                    std::to_string(options_.long_prefill_token_threshold) + ", max_num_partial_prefills " +
+                    std::to_string(partial) + ", max_long_partial_prefills " + std::to_string(long_partial));
+  if (partial > 0 && long_partial > partial)
+    throw Error(ErrorKind::kInvalidArgument, "max_long_partial_prefills (" + std::to_string(long_partial) +
+                                                 ") must not exceed max_num_partial_prefills (" +
+                                                 std::to_string(partial) + ")");
 }
 
 void Scheduler::add(Sequence* seq) {
@@ -45,17 +56,18 @@ Batch& Scheduler::schedule() {
   scheduled_.clear();
   preempt_for_priority();
   int32_t budget = options_.max_num_batched_tokens;
+  PrefillSlots slots = prefill_slots();
   bool preempted = false;
   // Snapshot: preemption removes entries from running_ while we walk it.
   std::vector<Sequence*> running = running_;
   auto remaining = [](const Sequence* seq) { return seq->num_tokens() - seq->num_computed; };
   for (Sequence* seq : running)
-    if (seq->status == SequenceStatus::kRunning && remaining(seq) == 1) schedule_running(seq, budget, preempted);
+    if (seq->status == SequenceStatus::kRunning && remaining(seq) == 1) schedule_running(seq, budget, preempted, slots);
   for (Sequence* seq : running)
     if (seq->status == SequenceStatus::kRunning && seq->scheduled_in_step != step_counter_ && remaining(seq) > 1)
-      schedule_running(seq, budget, preempted);
+      schedule_running(seq, budget, preempted, slots);
   // Admitting new work right after preempting would only thrash the cache.
-  if (!preempted) admit_waiting(budget);
+  if (!preempted) admit_waiting(budget, slots);
   build_batch();
   return batch_;
 }
@@ -82,9 +94,27 @@ void Scheduler::preempt_for_priority() {
   }
 }
 
-bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted) {
+Scheduler::PrefillSlots Scheduler::prefill_slots() const {
+  constexpr int32_t kUnlimited = std::numeric_limits<int32_t>::max();
+  const int32_t prefills = options_.max_num_partial_prefills > 0 ? options_.max_num_partial_prefills : kUnlimited;
+  return {prefills, options_.max_long_partial_prefills > 0 ? options_.max_long_partial_prefills : prefills};
+}
+
+int32_t Scheduler::take_prefill_slot(int32_t remaining, PrefillSlots& slots) const {
+  if (!options_.enable_chunked_prefill) return remaining;  // whole prompts: the budget alone decides
+  const int32_t threshold = options_.long_prefill_token_threshold;
+  const bool is_long = threshold > 0 && remaining > threshold;
+  if (slots.prefills <= 0 || (is_long && slots.long_prefills <= 0)) return 0;
+  --slots.prefills;
+  if (is_long) --slots.long_prefills;
+  return is_long ? threshold : remaining;
+}
+
+bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots) {
   int32_t num_new = seq->num_tokens() - seq->num_computed;
   if (budget <= 0 || (!options_.enable_chunked_prefill && num_new > budget)) return false;
+  // A decode (one token left) needs no prefill slot; a token after a prompt's last chunk is a decode too.
+  if (num_new > 1 && (num_new = take_prefill_slot(num_new, slots)) == 0) return false;
   num_new = std::min(num_new, budget);
   while (!blocks_.can_append_slots(*seq, num_new)) {
     Sequence* victim = pick_victim(seq);
@@ -139,7 +169,7 @@ std::vector<Sequence*> Scheduler::waiting_in_policy_order() const {
   return order;
 }
 
-void Scheduler::admit_waiting(int32_t& budget) {
+void Scheduler::admit_waiting(int32_t& budget, PrefillSlots& slots) {
   if (waiting_.empty()) return;
   bool admitted_any = false;
   // Hashes of the full blocks this step computes for sequences admitted so far. A request whose next block to compute
@@ -161,8 +191,16 @@ void Scheduler::admit_waiting(int32_t& budget) {
       continue;
     int32_t num_new = seq->num_tokens() - match.num_tokens(block_size);
     if (!options_.enable_chunked_prefill && num_new > budget) break;
-    num_new = std::min(num_new, budget);
+    // A long prompt without a long slot waits; a shorter one behind it may still take a slot.
+    PrefillSlots slots_after = slots;
+    const int32_t allowed = num_new > 1 ? take_prefill_slot(num_new, slots_after) : num_new;
+    if (allowed == 0) {
+      if (slots.prefills <= 0) break;
+      continue;
+    }
+    num_new = std::min(allowed, budget);
     if (!blocks_.can_allocate(*seq, match, num_new)) break;
+    slots = slots_after;
     blocks_.allocate(*seq, match, num_new);
     if (!seq->admitted_before) {
       seq->num_cached_prompt_tokens = std::min(seq->num_computed, seq->num_prompt_tokens);

@@ -2,9 +2,12 @@
 //
 // Order of a step: running sequences that decode (one token each) first, then running sequences still in their
 // prompt (chunked prefill), then waiting sequences in policy order while the budget, max_num_seqs and free blocks
-// allow. When a running sequence needs a block and none is free, the lowest-ranked running sequence not yet
-// scheduled in this step is preempted: its blocks are released and it goes back to waiting to be recomputed later
-// (prompt plus generated tokens, usually hitting the prefix cache). Nothing is ever dropped.
+// allow. Prefill chunks are capped by the partial-prefill limits (SchedulerOptions; docs/ENGINE.md says why): a chunk
+// takes at most long_prefill_token_threshold tokens, and at most max_num_partial_prefills sequences (of them at most
+// max_long_partial_prefills long ones) compute prompt tokens in one step, so short prompts pass a long one. When a
+// running sequence needs a block and none is free, the lowest-ranked running sequence not yet scheduled in this step is
+// preempted: its blocks are released and it goes back to waiting to be recomputed later (prompt plus generated tokens,
+// usually hitting the prefix cache). Nothing is ever dropped.
 //
 // Contract: single-threaded (the engine thread). Sequences are owned by the caller and must outlive their stay here.
 // The Batch returned by schedule() points into the sequences and stays valid until the next call that mutates them
@@ -37,6 +40,12 @@ struct SchedulerOptions {
   int32_t max_num_batched_tokens = 8192;  // tokens per step
   int32_t max_model_len = 0;              // a sequence stops (length) when it reaches this many tokens
   bool enable_chunked_prefill = true;     // off: a prompt is admitted only when it fits the budget whole
+  // Chunked prefill only. A prefill with more than this many prompt tokens left is long, and no chunk takes more than
+  // this many tokens. 0: no threshold (vLLM's --long-prefill-token-threshold).
+  int32_t long_prefill_token_threshold = 0;
+  // Sequences that compute prompt tokens in one step, at most; of them long ones, at most. 0: no limit.
+  int32_t max_num_partial_prefills = 0;
+  int32_t max_long_partial_prefills = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   std::vector<int32_t> eos_token_ids;
 };
@@ -94,8 +103,16 @@ class Scheduler {
   // Priority policy: preempts running sequences of strictly worse priority (by recompute) until the best waiting one
   // has a seat and blocks for its next chunk.
   void preempt_for_priority();
-  bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted);
-  void admit_waiting(int32_t& budget);
+  // The step's prefill slots left under the partial-prefill limits.
+  struct PrefillSlots {
+    int32_t prefills = 0;  // sequences
+    int32_t long_prefills = 0;  // long ones among them
+  };
+  PrefillSlots prefill_slots() const;
+  // Tokens of a prefill with `remaining` prompt tokens left it may compute now (0: no slot), taking its slot.
+  int32_t take_prefill_slot(int32_t remaining, PrefillSlots& slots) const;
+  bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots);
+  void admit_waiting(int32_t& budget, PrefillSlots& slots);
   std::vector<Sequence*> waiting_in_policy_order() const;
   bool fork_gate_open(const Sequence& seq) const;
   Sequence* pick_victim(const Sequence* requester) const;

@@ -133,6 +133,7 @@ void run_serve(const ServeFlags& f) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);   // ignored (logged): qinfer has no configuration to reload
   sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread when serving ends for another reason
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away must not kill the server
@@ -152,7 +153,8 @@ void run_serve(const ServeFlags& f) {
   };
   std::thread signal_thread([&] {
     int received = 0;
-    sigwait(&signals, &received);
+    for (sigwait(&signals, &received); received == SIGHUP; sigwait(&signals, &received))
+      spdlog::info("received SIGHUP: ignored (there is no configuration to reload; SIGTERM stops the server)");
     if (received == SIGUSR1) return;
     spdlog::info("received {}", received == SIGTERM ? "SIGTERM" : "SIGINT");
     http.shutdown(abort_in_flight);

@@ -12,10 +12,10 @@ void configure_parser(RequestParser& parser, const HttpLimits& limits) {
   parser.body_limit(limits.max_body_bytes);  // counts chunked bodies too; a Content-Length over it fails at once
 }
 
-std::optional<ReadRefusal> refusal_for(const boost::beast::error_code& error, std::string_view buffered,
+std::optional<ReadRefusal> refusal_for(const boost::beast::error_code& error, bool request_line_read,
                                        const HttpLimits& limits) {
-  if (error == http::error::header_limit) {
-    if (buffered.find('\n') == std::string_view::npos)
+  if (error == http::error::header_limit || error == http::error::buffer_overflow) {
+    if (!request_line_read)
       return ReadRefusal{
           414, "the request line exceeds --max-header-bytes (" + std::to_string(limits.max_header_bytes) + " bytes)"};
     return ReadRefusal{

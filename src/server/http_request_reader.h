@@ -36,9 +36,11 @@ struct ReadRefusal {
 };
 
 // For a failed read: the answer to send, or nullopt when the connection just closes (the client went away).
-// `buffered` is what was read but not parsed (tells an overlong request line from overlong headers).
-std::optional<ReadRefusal> refusal_for(const boost::beast::error_code& error, std::string_view buffered,
+// `request_line_read` tells overlong headers (431) from an overlong request line (414).
+std::optional<ReadRefusal> refusal_for(const boost::beast::error_code& error, bool request_line_read,
                                        const HttpLimits& limits);
+// Whether the parser got past the request line (its target is set then).
+inline bool request_line_read(const RequestParser& parser) { return !parser.get().target().empty(); }
 // After the headers: the limits Beast's parser does not check itself (target length, header count).
 std::optional<ReadRefusal> check_head(const RequestParser& parser, const HttpLimits& limits);
 

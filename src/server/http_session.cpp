@@ -72,6 +72,7 @@ void SessionRegistry::close_all() {
 HttpSession::HttpSession(net::ip::tcp::socket socket, SessionHost& host, SessionRegistry& registry)
     : stream_(std::move(socket)),
       stream_timer_(stream_.get_executor()),
+      read_timer_(stream_.get_executor()),
       // Room for the headers plus one read: the parser's header limit, not the buffer, is what refuses.
       buffer_(host.limits().max_header_bytes + 2 * kReadChunk),
       host_(host),
@@ -105,10 +106,11 @@ void HttpSession::wait_for_request() {
   if (drain_requested_ || host_.draining()) return shut();
   // The first request's deadline starts at accept; later ones' when their first byte arrives after the idle wait.
   if (first_request_ || buffer_.size() > 0) return read_header();
-  stream_.expires_after(limits_.keep_alive_timeout);
+  arm_read_deadline(limits_.keep_alive_timeout);
   stream_.async_read_some(buffer_.prepare(kReadChunk),
                           [self = shared_from_this()](const beast::error_code& error, size_t bytes) {
                             self->buffer_.commit(bytes);
+                            self->read_timer_.cancel();
                             if (error) return self->shut();
                             self->read_header();
                           });
@@ -117,7 +119,7 @@ void HttpSession::wait_for_request() {
 void HttpSession::read_header() {
   parser_.emplace();
   configure_parser(*parser_, limits_);
-  stream_.expires_after(limits_.header_timeout);
+  arm_read_deadline(limits_.header_timeout);
   http::async_read_header(
       stream_, buffer_, *parser_,
       [self = shared_from_this()](const beast::error_code& error, size_t) { self->on_header(error); });
@@ -125,10 +127,10 @@ void HttpSession::read_header() {
 
 void HttpSession::on_header(const beast::error_code& error) {
   if (phase_ == Phase::kClosed) return;
+  if (read_timed_out(error)) return refuse(*refusal_for(beast::error::timeout, true, limits_));
   if (error) {
-    const auto data = buffer_.data();
-    const std::string_view buffered(static_cast<const char*>(data.data()), data.size());
-    if (std::optional<ReadRefusal> refusal = refusal_for(error, buffered, limits_)) return refuse(*refusal);
+    if (std::optional<ReadRefusal> refusal = refusal_for(error, request_line_read(*parser_), limits_))
+      return refuse(*refusal);
     return shut();
   }
   if (std::optional<ReadRefusal> refusal = check_head(*parser_, limits_)) return refuse(*refusal);
@@ -147,15 +149,16 @@ void HttpSession::on_header(const beast::error_code& error) {
 
 void HttpSession::read_body() {
   if (parser_->is_done()) return handle();
-  stream_.expires_after(limits_.body_timeout);
+  arm_read_deadline(limits_.body_timeout);
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](const beast::error_code& error, size_t) { self->on_body(error); });
 }
 
 void HttpSession::on_body(const beast::error_code& error) {
   if (phase_ == Phase::kClosed) return;
+  if (read_timed_out(error)) return refuse(*refusal_for(beast::error::timeout, true, limits_));
   if (error) {
-    if (std::optional<ReadRefusal> refusal = refusal_for(error, {}, limits_)) return refuse(*refusal);
+    if (std::optional<ReadRefusal> refusal = refusal_for(error, true, limits_)) return refuse(*refusal);
     return shut();
   }
   handle();
@@ -318,9 +321,27 @@ void HttpSession::end_stream(bool delivered) {
   after_response();
 }
 
+void HttpSession::arm_read_deadline(std::chrono::milliseconds timeout) {
+  stream_.expires_never();
+  read_expired_ = false;
+  read_timer_.expires_after(timeout);
+  read_timer_.async_wait([self = shared_from_this()](const beast::error_code& error) {
+    if (error || self->phase_ != Phase::kReading) return;
+    self->read_expired_ = true;
+    beast::error_code ignored;
+    self->stream_.socket().cancel(ignored);
+  });
+}
+
+bool HttpSession::read_timed_out(const beast::error_code& error) {
+  read_timer_.cancel();
+  return error && read_expired_;
+}
+
 void HttpSession::shut() {
   if (phase_ == Phase::kClosed) return;
   phase_ = Phase::kClosed;
+  read_timer_.cancel();
   if (event_stream_) {
     stream_timer_.cancel();
     event_stream_->wakeup().detach();

@@ -82,9 +82,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void arm_keep_alive_timer();
   void end_stream(bool delivered);
   void shut();
+  // Reads run under their own timer (not tcp_stream's, which closes the socket): a request too slow gets its 408.
+  void arm_read_deadline(std::chrono::milliseconds timeout);
+  bool read_timed_out(const boost::beast::error_code& error);
 
   boost::beast::tcp_stream stream_;
   boost::asio::steady_timer stream_timer_;  // keep-alive comments on an idle stream
+  boost::asio::steady_timer read_timer_;    // the deadline of the idle wait, the headers or the body
+  bool read_expired_ = false;
   boost::beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
   SessionHost& host_;

@@ -2,7 +2,7 @@
 # Builds the release and packs it as dist/qinfer-VERSION-linux-x86_64-cuda13.tar.gz: one directory whose binary
 # starts on a machine with only the NVIDIA driver installed (glibc >= the version printed below, libstdc++).
 #   qinfer                      the binary: CUDA runtime static, the chat page built in, RPATH $ORIGIN/lib
-#   lib/                        every other shared library it needs (cuBLASLt, Debian's simdjson, cpp-httplib and
+#   lib/                        every other shared library it needs (cuBLASLt, Debian's simdjson and
 #                               their dependencies) and libcurl with its dependencies (loaded at run time for model
 #                               downloads); lib/licenses/ holds their copyright files
 #   .assets/qwen3-tokenizer/    the Qwen3 tokenizer, for the built-in demo model (`qinfer serve` without --model)

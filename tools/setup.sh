@@ -7,9 +7,9 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(
-  cmake ninja-build g++ clang pkg-config git ca-certificates python3
+  cmake ninja-build g++ clang libclang-rt-dev pkg-config git ca-certificates python3
   nlohmann-json3-dev libutf8proc-dev libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libcpp-httplib-dev libcurl4-openssl-dev libsimdjson-dev libgcrypt20-dev
+  libgtest-dev libgmock-dev libboost1.81-dev libcurl4-openssl-dev libsimdjson-dev libgcrypt20-dev
   patchelf shellcheck yamllint systemd
   chromium
 )

@@ -133,6 +133,7 @@ void run_serve(const ServeFlags& f) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);   // ignored (logged): qinfer has no configuration to reload
   sigaddset(&signals, SIGUSR1);  // internal: wakes the signal thread when serving ends for another reason
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that went away must not kill the server
@@ -152,7 +153,8 @@ void run_serve(const ServeFlags& f) {
   };
   std::thread signal_thread([&] {
     int received = 0;
-    sigwait(&signals, &received);
+    for (sigwait(&signals, &received); received == SIGHUP; sigwait(&signals, &received))
+      spdlog::info("received SIGHUP: ignored (there is no configuration to reload; SIGTERM stops the server)");
     if (received == SIGUSR1) return;
     spdlog::info("received {}", received == SIGTERM ? "SIGTERM" : "SIGINT");
     http.shutdown(abort_in_flight);
@@ -218,7 +220,19 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body-bytes", s.max_body_bytes, "Largest request body accepted (413 beyond)")
       ->capture_default_str();
-  cmd->add_option("--read-timeout", s.read_timeout_seconds, "Seconds a read of headers or body may wait (slow clients)")
+  cmd->add_option("--max-header-bytes", s.max_header_bytes,
+                  "Largest request line + headers accepted (431 beyond; 414 for the request line)")
+      ->check(CLI::Range(size_t{1024}, size_t{16} << 20))
+      ->capture_default_str();
+  cmd->add_option("--max-header-count", s.max_header_count, "Most header lines in a request (431 beyond)")
+      ->check(CLI::Range(size_t{1}, size_t{10000}))
+      ->capture_default_str();
+  cmd->add_option("--header-timeout", s.header_timeout_seconds,
+                  "Seconds a request's headers may take in all, from their first byte (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--read-timeout", s.read_timeout_seconds,
+                  "Seconds a request's body may take in all, after its headers (408 beyond)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--write-timeout", s.write_timeout_seconds,
@@ -234,7 +248,7 @@ void register_serve(CLI::App& app) {
                   "delta.reasoning_content (vLLM's name)")
       ->check(CLI::IsMember({"qwen3"}));
   cmd->add_option("--http-threads", s.http_threads,
-                  "HTTP connection threads (0: max-concurrent-requests + max-queue-len + 16)")
+                  "HTTP event-loop (IO) threads; connections cost no thread (0: the cores, at most 4)")
       ->capture_default_str();
   cmd->add_flag("--allow-special-tokens-in-content", f->allow_special_tokens_in_content,
                 "Match special tokens inside message content as HF does (lets clients forge chat turns)");

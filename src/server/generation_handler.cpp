@@ -1,8 +1,6 @@
 // POST /v1/chat/completions and /v1/completions: parse → prompt → response cache → admission → engine → JSON or SSE.
-#include <httplib.h>
 
 #include "server/api_error.h"
-#include "server/client_connection.h"
 #include "server/completion_output.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
@@ -57,30 +55,21 @@ bool every_choice_completed(const nlohmann::json& response) {
   return true;
 }
 
-// How often a non-streamed request that waits for the engine checks that its client is still connected.
+// How often a non-streamed request that waits for the engine checks whether its client closed the connection.
 constexpr std::chrono::milliseconds kDisconnectPollInterval{100};
 
-// Absorbs a non-streamed request's deltas until it is done. A client that disconnects meanwhile gets its request
-// aborted, which frees its KV blocks within one engine step; returns true then.
-bool wait_for_completion(const httplib::Request& request, ConnectionDirectory& connections, Engine& engine,
-                         const RequestHandle& handle, CompletionOutput& output, ServerMetrics& metrics) {
-  std::optional<ClientConnection> client;
-  bool looked_up = false;
+// Absorbs a non-streamed request's deltas until it is done. A client that disconnects meanwhile (the event loop
+// watches its socket) gets its request aborted, which frees its KV blocks within one engine step; returns true then.
+bool wait_for_completion(const HttpRequest& request, Engine& engine, const RequestHandle& handle,
+                         CompletionOutput& output, ServerMetrics& metrics) {
   bool aborted = false;
-  auto next_check = std::chrono::steady_clock::now() + kDisconnectPollInterval;
   std::vector<StreamDelta> deltas;
   while (handle.stream->wait_drain(deltas, kDisconnectPollInterval)) {
-    // Checked by time, not only when the wait times out: tokens may keep arriving faster than the interval.
-    if (!aborted && std::chrono::steady_clock::now() >= next_check) {
-      if (!looked_up) client = connections.find(request);  // only for requests that outlast one interval
-      looked_up = true;
-      next_check = std::chrono::steady_clock::now() + kDisconnectPollInterval;
-      if (client && client->closed_by_peer()) {
-        engine.abort(handle.id);
-        metrics.client_disconnects.inc();
-        spdlog::info("request {}: client went away while waiting, aborted", handle.id);
-        aborted = true;
-      }
+    if (!aborted && request.client_closed()) {
+      engine.abort(handle.id);
+      metrics.client_disconnects.inc();
+      spdlog::info("request {}: client went away while waiting, aborted", handle.id);
+      aborted = true;
     }
     output.absorb(deltas);
     deltas.clear();
@@ -90,8 +79,8 @@ bool wait_for_completion(const httplib::Request& request, ConnectionDirectory& c
 
 }  // namespace
 
-void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,
-                       httplib::Response& response) {
+void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& runtime, const HttpRequest& request,
+                       HttpResponse& response) {
   const auto arrival = std::chrono::steady_clock::now();
   const nlohmann::ordered_json body = parse_json_body(request);
   auto work =
@@ -153,11 +142,11 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
                    std::nullopt, "rate_limit_exceeded");
   }
   generation.deadline = deadline;
-  // A stream's deltas wake the SSE writer: the engine thread notifies the request's channel after each push.
-  std::shared_ptr<SseWriter::Channel> channel;
+  // A stream's deltas wake the event loop: the engine thread notifies the request's wake-up after each push.
+  std::shared_ptr<StreamWakeup> wakeup;
   if (work->stream) {
-    channel = state.sse_writer().open_channel();
-    generation.on_output = [channel] { channel->notify(); };
+    wakeup = std::make_shared<StreamWakeup>();
+    generation.on_output = [wakeup] { wakeup->notify(); };
   }
 
   RequestHandle handle;
@@ -174,22 +163,17 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
       CompletionOutput::Timing{arrival, admitted.queued_seconds, submitted, handle.stream});
 
   if (work->stream) {
-    std::optional<int> socket;
-    if (std::optional<ClientConnection> client = state.connections().find(request)) socket = client->socket();
-    auto stream = std::make_shared<SseStream>(work, std::move(output), *runtime.engine, handle,
-                                              std::move(*admitted.slot), std::move(in_flight), state.metrics(),
-                                              state.sse_writer(), std::move(channel), socket);
+    response.stream =
+        std::make_shared<SseStream>(work, std::move(output), *runtime.engine, handle, std::move(*admitted.slot),
+                                    std::move(in_flight), state.metrics(), std::move(wakeup));
     response.status = 200;
+    response.content_type = "text/event-stream";
     response.set_header("Cache-Control", "no-cache");
     response.set_header("X-Accel-Buffering", "no");
-    response.set_chunked_content_provider(
-        "text/event-stream", [stream](size_t, httplib::DataSink& sink) { return stream->pump(sink); },
-        [stream](bool success) { stream->release(success); });
     return;
   }
 
-  const bool client_gone =
-      wait_for_completion(request, state.connections(), *runtime.engine, handle, *output, state.metrics());
+  const bool client_gone = wait_for_completion(request, *runtime.engine, handle, *output, state.metrics());
   const Usage usage = handle.stream->usage();
   output->record_finished(usage);
   // Written to nobody; 499 (nginx's "client closed request") keeps the status metrics honest.

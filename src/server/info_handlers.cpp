@@ -1,5 +1,4 @@
 // Handlers that do not generate: /v1/models, /tokenize, /detokenize, /health, /metrics; and the JSON body helpers.
-#include <httplib.h>
 
 #include "server/api_error.h"
 #include "server/handlers.h"
@@ -23,7 +22,7 @@ nlohmann::json model_card(const ModelRuntime& runtime) {
 
 }  // namespace
 
-nlohmann::ordered_json parse_json_body(const httplib::Request& request) {
+nlohmann::ordered_json parse_json_body(const HttpRequest& request) {
   auto limit_depth = [](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
     if (depth > kMaxJsonDepth)
       throw ApiError(400, "invalid_request_error",
@@ -37,13 +36,12 @@ nlohmann::ordered_json parse_json_body(const httplib::Request& request) {
   }
 }
 
-void write_json(httplib::Response& response, int status, const nlohmann::json& body) {
+void write_json(HttpResponse& response, int status, const nlohmann::json& body) {
   response.status = status;
   response.set_content(dump_json(body), "application/json");
 }
 
-void handle_models(ServerState&, const ModelRuntime& runtime, const httplib::Request& request,
-                   httplib::Response& response) {
+void handle_models(ServerState&, const ModelRuntime& runtime, const HttpRequest& request, HttpResponse& response) {
   if (request.matches.size() > 1) {
     const std::string id = request.matches[1];
     if (id != runtime.served_model_name)
@@ -54,8 +52,7 @@ void handle_models(ServerState&, const ModelRuntime& runtime, const httplib::Req
   write_json(response, 200, {{"object", "list"}, {"data", nlohmann::json::array({model_card(runtime)})}});
 }
 
-void handle_tokenize(ServerState&, const ModelRuntime& runtime, const httplib::Request& request,
-                     httplib::Response& response) {
+void handle_tokenize(ServerState&, const ModelRuntime& runtime, const HttpRequest& request, HttpResponse& response) {
   TokenizeWork work = parse_tokenize_request(parse_json_body(request));
   std::vector<int32_t> tokens;
   try {
@@ -66,20 +63,19 @@ void handle_tokenize(ServerState&, const ModelRuntime& runtime, const httplib::R
   write_json(response, 200, {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", runtime.max_model_len}});
 }
 
-void handle_detokenize(ServerState&, const ModelRuntime& runtime, const httplib::Request& request,
-                       httplib::Response& response) {
+void handle_detokenize(ServerState&, const ModelRuntime& runtime, const HttpRequest& request, HttpResponse& response) {
   std::vector<int32_t> ids = parse_detokenize_request(parse_json_body(request), runtime.vocab_size);
   write_json(response, 200, {{"prompt", runtime.prompts->tokenizer().decode(ids, false)}});
 }
 
-void handle_health(ServerState& state, const ModelRuntime* runtime, httplib::Response& response) {
+void handle_health(ServerState& state, const ModelRuntime* runtime, HttpResponse& response) {
   if (!runtime) return write_json(response, 503, {{"status", "loading"}});
   if (state.draining()) return write_json(response, 503, {{"status", "draining"}});
   if (runtime->watchdog && !runtime->watchdog->progressing()) return write_json(response, 503, {{"status", "stalled"}});
   write_json(response, 200, {{"status", "ok"}});
 }
 
-void handle_metrics(ServerState& state, const ModelRuntime* runtime, httplib::Response& response) {
+void handle_metrics(ServerState& state, const ModelRuntime* runtime, HttpResponse& response) {
   std::optional<EngineStats> stats;
   if (runtime) stats = runtime->engine->stats();
   response.status = 200;

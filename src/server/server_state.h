@@ -1,4 +1,4 @@
-// State shared by the HTTP handlers: options, metrics, admission, the response cache, the SSE writer, and — once the
+// State shared by the HTTP handlers: options, metrics, admission, the response cache, and — once the
 // model is loaded — the runtime (engine, prompt builder, model facts). Handlers read the runtime through an atomic
 // pointer, so the HTTP server can answer /health (503) while the model loads.
 #pragma once
@@ -14,14 +14,12 @@
 #include "engine/engine.h"
 #include "grammar/grammar_compiler.h"
 #include "server/admission.h"
-#include "server/client_connection.h"
 #include "server/engine_watchdog.h"
 #include "server/gpu_probe.h"
 #include "server/prompt_builder.h"
 #include "server/response_cache.h"
 #include "server/server_metrics.h"
 #include "server/server_options.h"
-#include "server/sse_writer.h"
 
 namespace qinfer::server {
 
@@ -85,17 +83,13 @@ class ServerState {
                                 .log_requests = options_.log_requests}),
         admission_(options_.max_concurrent_requests, options_.max_queue_len),
         cache_(options_.response_cache_size),
-        gpu_probe_(GpuProbe::open()),
-        sse_writer_(std::make_unique<SseWriter>(std::chrono::seconds(options_.write_timeout_seconds))) {}
+        gpu_probe_(GpuProbe::open()) {}
 
   const ServerOptions& options() const { return options_; }
   ServerMetrics& metrics() { return metrics_; }
   Admission& admission() { return admission_; }
   ResponseCache& response_cache() { return cache_; }
   InFlightRequests& in_flight() { return in_flight_; }
-  ConnectionDirectory& connections() { return connections_; }
-  // Writes every streamed response (one event-loop thread).
-  SseWriter& sse_writer() { return *sse_writer_; }
   // Null without NVML or a GPU.
   GpuProbe* gpu_probe() { return gpu_probe_.get(); }
 
@@ -113,9 +107,7 @@ class ServerState {
   Admission admission_;
   ResponseCache cache_;
   InFlightRequests in_flight_;
-  ConnectionDirectory connections_;
   std::unique_ptr<GpuProbe> gpu_probe_;
-  std::unique_ptr<SseWriter> sse_writer_;
   std::atomic<const ModelRuntime*> runtime_{nullptr};
   std::atomic<bool> draining_{false};
 };

@@ -1,5 +1,4 @@
 // The chat page's files from the table compiled in at build time (web_assets.h); nothing is read from disk.
-#include <httplib.h>
 
 #include <algorithm>
 #include <array>
@@ -23,7 +22,7 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 }
 
 // If-None-Match holds "*" or a comma-separated list of (possibly weak, W/"...") entity tags.
-bool client_has_current_copy(const httplib::Request& request, std::string_view quoted_etag) {
+bool client_has_current_copy(const HttpRequest& request, std::string_view quoted_etag) {
   if (!request.has_header("If-None-Match")) return false;
   const std::string header = request.get_header_value("If-None-Match");
   return header == "*" || header.find(quoted_etag) != std::string::npos;
@@ -47,7 +46,7 @@ std::string_view content_type_for(std::string_view url_path) {
 
 }  // namespace
 
-void handle_web_asset(const httplib::Request& request, httplib::Response& response) {
+void handle_web_asset(const HttpRequest& request, HttpResponse& response) {
   const std::span<const WebAsset> assets = embedded_web_assets();
   const auto asset = std::find_if(assets.begin(), assets.end(),
                                   [&request](const WebAsset& entry) { return entry.url_path == request.path; });
@@ -65,7 +64,8 @@ void handle_web_asset(const httplib::Request& request, httplib::Response& respon
     response.status = 304;
     return;
   }
-  response.set_content(reinterpret_cast<const char*>(asset->bytes.data()), asset->bytes.size(),
+  // Always the whole file: Range is ignored (200), so no request can multiply the bytes it gets.
+  response.set_content(std::string(reinterpret_cast<const char*>(asset->bytes.data()), asset->bytes.size()),
                        std::string(content_type_for(asset->url_path)));
 }
 

@@ -1,72 +1,108 @@
-// StreamClient against an in-process cpp-httplib server that streams, fails and hangs on purpose: token events and
+// StreamClient against an in-process Boost.Beast server that streams, fails and hangs on purpose: token events and
 // usage are measured, every error kind is classified, the concurrency cap and arrival times hold.
 #include "loadgen/stream_client.h"
 
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "util/curl_api.h"
 
 namespace qinfer::loadgen {
 namespace {
 
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
 constexpr int kTokens = 5;
 
-// Serves /v1/completions; the prompt picks the behaviour.
+// Serves /v1/completions; the prompt picks the behaviour. Blocking Beast, one thread per connection (a test fixture).
 class FakeServer {
  public:
-  FakeServer() {
-    server_.Post("/v1/completions", [](const httplib::Request& request, httplib::Response& response) {
-      const std::string prompt = nlohmann::json::parse(request.body).at("prompt");
-      if (prompt == "http503") {
-        response.status = 503;
-        response.set_content(R"({"error":{"message":"busy"}})", "application/json");
-        return;
+  FakeServer() : acceptor_(io_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this] {
+      for (;;) {
+        tcp::socket socket(io_);
+        beast::error_code error;
+        acceptor_.accept(socket, error);
+        if (error || stopping_) return;
+        connections_.emplace_back([socket = std::move(socket)]() mutable { serve(socket); });
       }
-      response.set_chunked_content_provider("text/event-stream", [prompt](size_t, httplib::DataSink& sink) {
-        if (prompt == "hang") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-        const std::string token = "data: {\"choices\":[{\"text\":\"t\"}]}\n\n";
-        if (prompt == "stream_error") {
-          const std::string error = "data: {\"error\":{\"message\":\"engine died\"}}\n\ndata: [DONE]\n\n";
-          sink.write(error.data(), error.size());
-          sink.done();
-          return true;
-        }
-        const int tokens = prompt == "ok" ? kTokens : 2;
-        for (int i = 0; i < tokens; ++i) {
-          sink.write(token.data(), token.size());
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
-        if (prompt == "abort") return false;  // the connection is dropped without the final chunk
-        if (prompt == "ok") {
-          const std::string end =
-              "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n";
-          sink.write(end.data(), end.size());
-        }
-        sink.done();
-        return true;
-      });
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~FakeServer() {
-    server_.stop();
+    stopping_ = true;
+    net::io_context wake;
+    tcp::socket poke(wake);
+    beast::error_code ignored;
+    poke.connect(acceptor_.local_endpoint(), ignored);
     thread_.join();
+    for (std::thread& connection : connections_) connection.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/completions"; }
 
  private:
-  httplib::Server server_;
+  static void serve(tcp::socket& socket) {
+    beast::flat_buffer buffer;
+    beast::error_code error;
+    for (;;) {
+      http::request<http::string_body> request;
+      http::read(socket, buffer, request, error);
+      if (error) return;
+      const std::string prompt = nlohmann::json::parse(request.body()).at("prompt");
+      if (prompt == "http503") {
+        http::response<http::string_body> response(http::status::service_unavailable, 11);
+        response.set(http::field::content_type, "application/json");
+        response.body() = R"({"error":{"message":"busy"}})";
+        response.prepare_payload();
+        http::write(socket, response, error);
+        if (error) return;
+        continue;
+      }
+      http::response<http::empty_body> head(http::status::ok, 11);
+      head.set(http::field::content_type, "text/event-stream");
+      head.chunked(true);
+      http::response_serializer<http::empty_body> serializer(head);
+      http::write_header(socket, serializer, error);
+      auto send = [&](const std::string& data) { net::write(socket, http::make_chunk(net::buffer(data)), error); };
+      if (prompt == "hang") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      const std::string token = "data: {\"choices\":[{\"text\":\"t\"}]}\n\n";
+      if (prompt == "stream_error") {
+        send("data: {\"error\":{\"message\":\"engine died\"}}\n\ndata: [DONE]\n\n");
+      } else {
+        const int tokens = prompt == "ok" ? kTokens : 2;
+        for (int i = 0; i < tokens; ++i) {
+          send(token);
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        if (prompt == "abort") return;  // the connection is dropped without the final chunk
+        if (prompt == "ok")
+          send("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n");
+      }
+      net::write(socket, http::make_chunk_last(), error);
+      if (error) return;
+    }
+  }
+
+  net::io_context io_;
+  tcp::acceptor acceptor_;
   int port_ = 0;
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::vector<std::thread> connections_;
 };
 
 std::string body(const std::string& prompt) { return nlohmann::json{{"prompt", prompt}}.dump(); }

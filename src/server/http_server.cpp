@@ -71,7 +71,7 @@ std::vector<Route> routes() {
       {"GET", "/", Access::kPublic, false, web_page},
       {"GET", R"(/static/.+)", Access::kPublic, false, web_page},
       {"GET", "/v1/models", Access::kApiKey, true, with_model(handle_models)},
-      {"GET", R"(/v1/models/([^/]+))", Access::kApiKey, true, with_model(handle_models)},
+      {"GET", R"(/v1/models/(.+))", Access::kApiKey, true, with_model(handle_models)},
       {"POST", "/v1/chat/completions", Access::kApiKey, true,
        with_model(
            [](ServerState& state, const ModelRuntime& runtime, const httplib::Request& request,

@@ -32,13 +32,16 @@ test('priority: lower first under --scheduling-policy priority', { timeout: 9000
 });
 
 test('priority: a non-zero value is a 400 naming it under fcfs, 0 is accepted', { timeout: 60000 }, async () => {
-  const server = await startServer();
+  const server = await startServer(['--allowed-origins', '["*"]']);
   try {
     const refused = await postJson(server.url, '/v1/chat/completions', chat({ priority: 3 }));
     assert.equal(refused.status, 400, refused.body);
     assert.equal(refused.json.error.param, 'priority');
     assert.match(refused.json.error.message, /--scheduling-policy priority/);
     assert.equal((await postJson(server.url, '/v1/chat/completions', chat({ priority: 0 }))).status, 200);
+    // vLLM's JSON-list form of --allowed-origins is the list ["*"], not the literal origin '["*"]'.
+    const cors = await postJson(server.url, '/v1/chat/completions', chat(), { Origin: 'http://any.example' });
+    assert.equal(cors.headers['access-control-allow-origin'], '*');
   } finally {
     await server.stop();
   }

@@ -2,7 +2,8 @@
 // model ids with a slash (the default served name of `--model ORG/NAME`) retrievable through the official SDK.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MODEL, startServer, startServerWith, loadOpenAI, postJson } from './harness.mjs';
+import http from 'node:http';
+import { MODEL, startServer, startServerWith, loadOpenAI, postJson, rawRequest, metricValue } from './harness.mjs';
 
 const OpenAI = loadOpenAI();
 const chat = (extra) => ({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, ...extra });
@@ -57,6 +58,42 @@ test('models.retrieve works for an id with a slash', { timeout: 60000 }, async (
     await assert.rejects(client.models.retrieve('Qwen/other'), (err) => err.status === 404);
     const raw = await postJson(server.url, '/v1/chat/completions', chat({ model: 'Qwen/Qwen3-4B-Instruct-2507' }));
     assert.equal(raw.status, 200, raw.body);
+  } finally {
+    await server.stop();
+  }
+});
+
+// A stream its client drops counts like any finished request: finished_reason "abort", the e2e latency histogram, the
+// token counters, not only qinfer_client_disconnects_total.
+test('a stream aborted by its client is in every request metric', { timeout: 60000 }, async () => {
+  const server = await startServer();
+  try {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'long' }], max_tokens: 900, ignore_eos: true,
+      stream: true });
+    await new Promise((resolve) => {
+      const req = http.request(server.url + '/v1/chat/completions',
+        { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
+          let seen = 0;
+          res.on('data', () => { seen += 1; if (seen === 3) { req.destroy(); resolve(); } });
+        });
+      req.on('error', () => {});
+      req.on('close', resolve);
+      req.end(body);
+    });
+    const deadline = Date.now() + 10000;
+    while ((await metricValue(server.url, 'qinfer_client_disconnects_total')) !== 1 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    let metrics = '';
+    while (Date.now() < deadline) {
+      metrics = (await rawRequest(server.url, 'GET', '/metrics')).body;
+      if (metrics.includes('qinfer_request_success_total{finished_reason="abort"} 1')) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const value = (name) => Number((metrics.split('\n').find((l) => l.startsWith(name + ' ')) ?? 'x NaN').split(' ')[1]);
+    assert.match(metrics, /^qinfer_request_success_total\{finished_reason="abort"\} 1$/m);
+    assert.equal(value('qinfer_e2e_request_latency_seconds_count'), 1);
+    assert.ok(value('qinfer_prompt_tokens_total') > 0, metrics);
+    assert.ok(value('qinfer_generation_tokens_total') >= 2, metrics);
   } finally {
     await server.stop();
   }

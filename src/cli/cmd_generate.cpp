@@ -142,8 +142,9 @@ void run_generate(const GenerateFlags& f) {
       logprobs.push_back({{"token", r.token}, {"logprob", r.logprob}, {"ids", ids}, {"logprobs", lps}});
     }
     nlohmann::json out = {
-        {"token_ids", output}, {"text", ""}, {"finish_reason", finish_reason}, {"logprobs", logprobs}};
-    std::printf("%s\n", out.dump().c_str());
+        {"token_ids", output}, {"text", text}, {"finish_reason", finish_reason}, {"logprobs", logprobs}};
+    // Replacement characters for a sample that stopped inside a multi-byte character, instead of a throw.
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::string line;
     for (size_t i = 0; i < output.size(); ++i) line += (i ? "," : "") + std::to_string(output[i]);

@@ -75,15 +75,20 @@ void decode_lines(const Tokenizer& tokenizer, const TokenizeFlags& flags) {
 }
 
 void render_chat(const Tokenizer& tokenizer, const std::filesystem::path& model_dir, const std::string& chat_file) {
-  const nlohmann::json request = read_json_file(chat_file);
+  // Ordered: the template renders tool JSON in the client's key order, as the server and transformers do.
+  const nlohmann::ordered_json request = read_ordered_json_file(chat_file);
   if (!request.is_object() || !request.contains("messages") || !request["messages"].is_array()) {
     throw Error(ErrorKind::kInvalidArgument, chat_file + ": field 'messages' expected an array");
   }
   ChatTemplateInputs inputs;
   inputs.messages = request["messages"];
-  inputs.tools = request.value("tools", nlohmann::json());
-  inputs.add_generation_prompt = json_field_or<bool>(request, "add_generation_prompt", true, chat_file);
-  inputs.extra_kwargs = request.value("chat_template_kwargs", nlohmann::json::object());
+  inputs.tools = request.value("tools", nlohmann::ordered_json());
+  const nlohmann::ordered_json add_generation_prompt = request.value("add_generation_prompt", nlohmann::ordered_json());
+  if (!add_generation_prompt.is_null() && !add_generation_prompt.is_boolean())
+    throw Error(ErrorKind::kInvalidArgument,
+                chat_file + ": field 'add_generation_prompt' expected a boolean, got " + add_generation_prompt.dump());
+  inputs.add_generation_prompt = add_generation_prompt.is_null() || add_generation_prompt.get<bool>();
+  inputs.extra_kwargs = request.value("chat_template_kwargs", nlohmann::ordered_json::object());
   if (!inputs.extra_kwargs.is_object()) {
     throw Error(ErrorKind::kInvalidArgument, chat_file + ": field 'chat_template_kwargs' expected an object");
   }

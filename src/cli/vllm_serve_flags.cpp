@@ -15,8 +15,9 @@ namespace {
 [[noreturn]] void unsupported(const std::string& message) { throw Error(ErrorKind::kUnsupported, message); }
 [[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidArgument, message); }
 
-// --allowed-origins takes vLLM's JSON list ('["https://a.example", "*"]') as well as plain origins. CLI11 already
-// splits a bracketed list into its entries but keeps each entry's JSON quotes, which are removed here.
+// --allowed-origins takes vLLM's JSON list ('["https://a.example", "*"]') as well as plain origins, one per flag or
+// comma-separated. CLI11 already splits a bracketed list into its entries but keeps each entry's JSON quotes, which
+// are removed here.
 std::vector<std::string> expand_origin_lists(const std::vector<std::string>& values) {
   std::vector<std::string> origins;
   for (const std::string& raw : values) {
@@ -29,7 +30,13 @@ std::vector<std::string> expand_origin_lists(const std::vector<std::string>& val
       continue;
     }
     if (value.empty() || value.front() != '[') {
-      origins.push_back(value);
+      for (size_t start = 0; start <= value.size();) {
+        const size_t comma = std::min(value.find(',', start), value.size());
+        const std::string origin = value.substr(start, comma - start);
+        const size_t from = origin.find_first_not_of(' '), to = origin.find_last_not_of(' ');
+        if (from != std::string::npos) origins.push_back(origin.substr(from, to - from + 1));
+        start = comma + 1;
+      }
       continue;
     }
     const nlohmann::json list = nlohmann::json::parse(value, nullptr, false);

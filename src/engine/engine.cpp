@@ -62,10 +62,10 @@ Engine::Engine(Backend& backend, EngineOptions options)
               resolve_max_model_len(options_, backend),
               backend.kv_cache().block_size,
               static_cast<int32_t>(backend.kv_cache().num_blocks),
-              options_.max_n,
               static_cast<bool>(options_.make_text_decoder),
               options_.max_logprobs,
-              options_.max_prompt_tokens},
+              options_.max_prompt_tokens,
+              options_.policy == SchedulingPolicy::kPriority},
       blocks_(limits_.num_blocks, limits_.block_size, options_.enable_prefix_caching),
       scheduler_(scheduler_options(options_, limits_.max_model_len, backend.config()), blocks_),
       seed_source_(options_.seed ? *options_.seed : std::random_device{}()) {
@@ -89,7 +89,6 @@ Engine::Engine(Backend& backend, EngineOptions options)
     throw Error(ErrorKind::kInvalidArgument,
                 "without chunked prefill, max_num_batched_tokens (" + std::to_string(options_.max_num_batched_tokens) +
                     ") must be at least max_model_len (" + std::to_string(limits_.max_model_len) + ")");
-  if (options_.max_n < 1) throw Error(ErrorKind::kInvalidArgument, "max_n must be at least 1");
   publish_stats();
 }
 

@@ -39,7 +39,6 @@ struct EngineOptions {
   int32_t max_num_partial_prefills = 0;
   int32_t max_long_partial_prefills = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
-  int32_t max_n = 64;
   int32_t max_logprobs = -1;      // top logprobs a request may ask for per token (-1: any the API allows)
   int32_t max_prompt_tokens = 0;  // longest prompt accepted (0: max_model_len - 1)
   std::optional<uint64_t> seed;   // seeds the random seeds of requests without one (absent: nondeterministic)

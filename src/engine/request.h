@@ -17,6 +17,9 @@
 
 namespace qinfer {
 
+// The most parallel samples (`n`, `best_of`) one request may ask for: the API and the engine check this one limit.
+inline constexpr int32_t kMaxSamplesPerRequest = 64;
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;        // token ids
   SamplingParams sampling;            // its seed field is ignored: see `seed`

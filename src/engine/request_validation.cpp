@@ -39,8 +39,11 @@ int32_t validate_request(const GenerationRequest& request, const RequestLimits& 
            std::to_string(limits.max_model_len) + " minus " + std::to_string(prompt_len) + " prompt tokens), got " +
            std::to_string(*request.max_tokens));
   int32_t max_tokens = request.max_tokens ? *request.max_tokens : static_cast<int32_t>(room);
-  if (request.n < 1 || request.n > limits.max_n)
-    refuse("n must be in [1, " + std::to_string(limits.max_n) + "], got " + std::to_string(request.n));
+  if (request.n < 1 || request.n > kMaxSamplesPerRequest)
+    refuse("n must be in [1, " + std::to_string(kMaxSamplesPerRequest) + "], got " + std::to_string(request.n));
+  if (request.priority != 0 && !limits.priority_scheduling)
+    refuse("priority " + std::to_string(request.priority) +
+           " needs --scheduling-policy priority; under this server's policy only 0 (the default) is accepted");
   if (std::string problem = request.sampling.validate(limits.vocab_size); !problem.empty()) refuse(problem);
   if (limits.max_logprobs >= 0 && request.logprobs && request.sampling.num_top_logprobs > limits.max_logprobs)
     refuse("top logprobs: " + std::to_string(request.sampling.num_top_logprobs) +

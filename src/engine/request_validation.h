@@ -13,10 +13,10 @@ struct RequestLimits {
   int32_t max_model_len = 0;
   int32_t block_size = 0;
   int32_t num_blocks = 0;
-  int32_t max_n = 0;
   bool has_text_decoder = false;
-  int32_t max_logprobs = -1;      // -1: no limit of the engine's own
-  int32_t max_prompt_tokens = 0;  // 0: max_model_len - 1
+  int32_t max_logprobs = -1;         // -1: no limit of the engine's own
+  int32_t max_prompt_tokens = 0;     // 0: max_model_len - 1
+  bool priority_scheduling = false;  // --scheduling-policy priority: any priority; otherwise only 0 (as vLLM)
 };
 
 // Throws Error(kInvalidArgument) naming the field, the limit and the value. Returns max_tokens resolved against

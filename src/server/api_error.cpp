@@ -22,7 +22,7 @@ ApiError api_error_from(const Error& error) {
     case ErrorKind::kFormat:
     case ErrorKind::kUnsupported: {
       // The engine's and the sampler's messages start with the field they refuse ("top_p must be ...").
-      static constexpr std::array<std::string_view, 14> kFields = {"temperature",
+      static constexpr std::array<std::string_view, 15> kFields = {"temperature",
                                                                    "top_k",
                                                                    "top_p",
                                                                    "min_p",
@@ -35,7 +35,8 @@ ApiError api_error_from(const Error& error) {
                                                                    "stop_token_ids",
                                                                    "prompt",
                                                                    "stop",
-                                                                   "each"};
+                                                                   "each",
+                                                                   "priority"};
       std::string_view message = error.what();
       std::string_view first = message.substr(0, message.find(' '));
       std::optional<std::string> param;

@@ -55,6 +55,8 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
     failure_ = ApiError(500, "internal_error", "generation failed: " + delta.error);
   if (delta.finish_reason == FinishReason::kDeadline && !failure_)
     failure_ = ApiError(504, "timeout_error", "the request ran past its deadline (--request-timeout)");
+  if (delta.finish_reason == FinishReason::kAbort && !failure_)
+    failure_ = ApiError(503, "service_unavailable", "the request was aborted before it finished (server shutdown)");
 
   // Reasoning first: tool calls and content are what follows it.
   std::string text = delta.text;
@@ -81,8 +83,11 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
     out.content = std::move(text);
   }
   choice.calls.insert(choice.calls.end(), out.calls.begin(), out.calls.end());
-  if (delta.finish_reason != FinishReason::kNone)
+  if (delta.finish_reason != FinishReason::kNone) {
     choice.finish_reason = openai_finish_reason(delta.finish_reason, !choice.calls.empty());
+    choice.metric_reason =
+        choice.finish_reason.empty() ? finish_reason_name(delta.finish_reason) : choice.finish_reason;
+  }
   return out;
 }
 
@@ -136,7 +141,8 @@ std::string CompletionOutput::stream_events(std::vector<StreamDelta>& deltas) {
     const size_t calls_before = choice.calls.size();
     std::string reasoning;
     ToolCallParser::Output out = apply(delta, choice, reasoning);
-    const bool finished = delta.finish_reason != FinishReason::kNone;
+    // An ending without an OpenAI value (abort, deadline, error) gets no finish chunk: the error event follows.
+    const bool finished = delta.finish_reason != FinishReason::kNone && !choice.finish_reason.empty();
     const bool with_logprobs = work_.generation.logprobs && !delta.logprobs.empty();
     if (out.content.empty() && out.calls.empty() && reasoning.empty() && !finished && !with_logprobs) continue;
     if (out.calls.empty() && reasoning.empty() && !finished && !with_logprobs) {
@@ -233,8 +239,17 @@ void CompletionOutput::record_finished(const Usage& usage) {
   request.ttft_seconds = ttft_seconds_;
   request.duration_seconds = seconds_between(timing_.arrival, std::chrono::steady_clock::now());
   for (const Choice& choice : choices_)
-    request.finish_reasons.push_back(choice.finish_reason.empty() ? "abort" : choice.finish_reason);
+    request.finish_reasons.push_back(choice.metric_reason.empty() ? "abort" : choice.metric_reason);
   metrics_.record_finished(request);
+}
+
+void CompletionOutput::record_abandoned(RequestStream& stream) {
+  // Runs on the connection's event loop, which must not wait for the engine: the deltas queued so far are taken
+  // without waiting, and the choices the abort ends count as "abort".
+  std::vector<StreamDelta> deltas;
+  stream.wait_drain(deltas, std::chrono::milliseconds(0));
+  absorb(deltas);
+  record_finished(stream.usage());
 }
 
 }  // namespace qinfer::server

@@ -45,6 +45,9 @@ class CompletionOutput {
   const std::optional<ApiError>& failure() const { return failure_; }
   // Records end-of-request metrics (tokens, e2e latency, finish reasons) and the request's log line; call once.
   void record_finished(const Usage& usage);
+  // A stream whose client went away (its request already aborted): takes the deltas queued so far, without waiting,
+  // and records it like any finished request (finished_reason "abort").
+  void record_abandoned(RequestStream& stream);
 
  private:
   struct Choice {
@@ -55,7 +58,8 @@ class CompletionOutput {
     std::optional<ReasoningParser> reasoning;  // --reasoning-parser: splits <think>...</think> off first
     std::string reasoning_text;                // reasoning so far (non-streaming)
     size_t text_bytes = 0;                     // bytes of text already produced (completion logprobs' text_offset)
-    std::string finish_reason;
+    std::string finish_reason;                 // OpenAI's value; empty while running and for endings reported as errors
+    std::string metric_reason;  // the finished_reason metric label: finish_reason, or abort, deadline, error
     std::optional<TimePoint> last_output;
     bool role_sent = false;
     // The SSE event of a content-only delta around its content string, rendered once (content_event).

@@ -71,7 +71,7 @@ std::vector<Route> routes() {
       {"GET", std::regex("/"), Access::kPublic, false, Runs::kOnLoop, web_page},
       {"GET", std::regex("/static/.+"), Access::kPublic, false, Runs::kOnLoop, web_page},
       {"GET", std::regex("/v1/models"), Access::kApiKey, true, Runs::kOnLoop, with_model(handle_models)},
-      {"GET", std::regex("/v1/models/([^/]+)"), Access::kApiKey, true, Runs::kOnLoop, with_model(handle_models)},
+      {"GET", std::regex("/v1/models/(.+)"), Access::kApiKey, true, Runs::kOnLoop, with_model(handle_models)},
       {"POST", std::regex("/v1/chat/completions"), Access::kApiKey, true, Runs::kWorker, generation(ApiKind::kChat)},
       {"POST", std::regex("/v1/completions"), Access::kApiKey, true, Runs::kWorker, generation(ApiKind::kCompletion)},
       {"POST", std::regex("/tokenize"), Access::kApiKey, true, Runs::kWorker, with_model(handle_tokenize)},

@@ -256,7 +256,11 @@ void parse_common(const Json& body, const GenerationDefaults& defaults, Completi
   if (std::optional<int64_t> seed =
           integer_field(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()))
     work.generation.seed = static_cast<uint64_t>(*seed);
-  work.generation.n = static_cast<int32_t>(integer_field(body, "n", 1, 128).value_or(1));
+  work.generation.n = static_cast<int32_t>(integer_field(body, "n", 1, kMaxSamplesPerRequest).value_or(1));
+  // vLLM's extension: lower is served first under --scheduling-policy priority; the engine refuses non-zero otherwise.
+  work.generation.priority = static_cast<int32_t>(
+      integer_field(body, "priority", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max())
+          .value_or(0));
   work.generation.stop = parse_stop(body);
   if (const Json* ids = find(body, "stop_token_ids"))
     work.generation.stop_token_ids = parse_id_array(*ids, "stop_token_ids");
@@ -325,7 +329,7 @@ CompletionWork parse_completion_request(const Json& body, const GenerationDefaul
     work.generation.sampling.num_top_logprobs = static_cast<int>(*logprobs);
   }
   if (bool_field(body, "echo").value_or(false)) throw invalid_field("echo", "echo is not supported");
-  if (integer_field(body, "best_of", 1, 128).value_or(work.generation.n) != work.generation.n)
+  if (integer_field(body, "best_of", 1, kMaxSamplesPerRequest).value_or(work.generation.n) != work.generation.n)
     throw invalid_field("best_of", "best_of other than n is not supported");
   if (find(body, "suffix")) throw invalid_field("suffix", "suffix is not supported");
   return work;

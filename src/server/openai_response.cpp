@@ -81,8 +81,9 @@ nlohmann::json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool wi
 }
 
 std::string openai_finish_reason(FinishReason reason, bool made_tool_calls) {
-  if (reason == FinishReason::kStop && made_tool_calls) return "tool_calls";
-  return finish_reason_name(reason);
+  if (reason == FinishReason::kStop) return made_tool_calls ? "tool_calls" : "stop";
+  if (reason == FinishReason::kLength) return "length";
+  return "";
 }
 
 std::string dump_json(const nlohmann::json& value) {

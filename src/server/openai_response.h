@@ -30,7 +30,8 @@ nlohmann::json completion_logprobs_json(std::span<const TokenLogprobs> logprobs,
 // [{"index"?, "id", "type": "function", "function": {"name", "arguments"}}]; `first_index` numbers them in streams.
 nlohmann::json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool with_index, size_t first_index);
 
-// The OpenAI finish_reason for an engine finish ("stop" becomes "tool_calls" when the choice made calls).
+// The OpenAI finish_reason for an engine finish ("stop" becomes "tool_calls" when the choice made calls); empty for
+// endings OpenAI has no value for (abort, deadline, error), which the response reports as an error instead.
 std::string openai_finish_reason(FinishReason reason, bool made_tool_calls);
 
 // JSON text for the wire: invalid UTF-8 (e.g. a logprob token that is half a character) becomes U+FFFD.

@@ -41,6 +41,7 @@ void SseStream::finish(bool delivered) {
     metrics_.client_disconnects.inc();
     spdlog::info("request {}: client went away mid-stream, aborted", handle_.id);
   }
+  if (!ended_) output_->record_abandoned(*handle_.stream);
   in_flight_.reset();
   slot_.reset();
 }

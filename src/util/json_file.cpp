@@ -7,7 +7,10 @@
 
 namespace qinfer {
 
-nlohmann::json read_json_file(const std::filesystem::path& path) {
+namespace {
+
+template <typename Json>
+Json read_file_as(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     ErrorKind kind = std::filesystem::exists(path) ? ErrorKind::kFormat : ErrorKind::kNotFound;
@@ -16,10 +19,18 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   try {
-    return nlohmann::json::parse(buffer.str());
+    return Json::parse(buffer.str());
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::kFormat, path.string() + ": invalid JSON: " + e.what());
   }
+}
+
+}  // namespace
+
+nlohmann::json read_json_file(const std::filesystem::path& path) { return read_file_as<nlohmann::json>(path); }
+
+nlohmann::ordered_json read_ordered_json_file(const std::filesystem::path& path) {
+  return read_file_as<nlohmann::ordered_json>(path);
 }
 
 namespace {

@@ -9,6 +9,8 @@ namespace qinfer {
 
 // Throws Error(kNotFound) when missing, Error(kFormat) with the parser's position when malformed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
+// Same, keeping the file's key order (what a chat template iterates over, as Python dicts keep it).
+nlohmann::ordered_json read_ordered_json_file(const std::filesystem::path& path);
 
 // Typed field access: throws Error(kFormat) "FILE: field 'NAME' expected TYPE, got ..." on a missing or mistyped field.
 template <typename T>

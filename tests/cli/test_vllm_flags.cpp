@@ -11,8 +11,10 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cli/parse_errors.h"
 #include "cli/startup_summary.h"
+#include "cli/vllm_serve_flags.h"
 #include "model/test_model.h"
 #include "run_qinfer.h"
+#include "util/error.h"
 
 namespace qinfer::cli {
 namespace {
@@ -25,6 +27,25 @@ TEST(FlagSpelling, UnderscoresInLongFlagNamesBecomeDashes) {
   EXPECT_EQ(args, (std::vector<std::string>{"qinfer", "serve", "--tokenizer-mode", "auto", "--max-model-len=4096",
                                             "--served-model-name", "my_model", "--tensor-parallel-size", "1", "--",
                                             "--not_a_flag"}));
+}
+
+// What CLI11 hands over for `--allowed-origins '["*", "https://b.example"]'` (entries with their quotes), a whole JSON
+// list, and plain origins: one per flag or comma-separated.
+TEST(AllowedOrigins, JsonListsAndCommaListsBecomeOrigins) {
+  const auto origins = [](std::vector<std::string> values) {
+    VllmServeFlags flags;
+    ModelFlags model;
+    server::ServerOptions options;
+    options.cors_origins = std::move(values);
+    apply_vllm_serve_flags(flags, model, options);
+    return options.cors_origins;
+  };
+  using Origins = std::vector<std::string>;
+  EXPECT_EQ(origins({"\"*\"", "\"https://b.example\""}), (Origins{"*", "https://b.example"}));
+  EXPECT_EQ(origins({"[\"*\"]"}), (Origins{"*"}));
+  EXPECT_EQ(origins({"https://a.example, https://b.example", "http://c.example"}),
+            (Origins{"https://a.example", "https://b.example", "http://c.example"}));
+  EXPECT_THROW(origins({"[1]"}), Error);
 }
 
 TEST(FlagSpelling, ClosestNameIsATypoAwayOrNothing) {

@@ -444,6 +444,9 @@ TEST(Engine, RefusesBadRequestsAtSubmit) {
   r.n = 0;
   EXPECT_NE(refusal(r).find("n must be in"), std::string::npos);
   r = ok;
+  r.n = kMaxSamplesPerRequest + 1;
+  EXPECT_NE(refusal(r).find("n must be in [1, 64]"), std::string::npos);
+  r = ok;
   r.n = 40;
   r.max_tokens = 100;
   EXPECT_NE(refusal(r).find("KV blocks at once"), std::string::npos);
@@ -454,6 +457,30 @@ TEST(Engine, RefusesBadRequestsAtSubmit) {
   r.stop_token_ids = {-1};
   EXPECT_NE(refusal(r).find("stop_token_ids"), std::string::npos);
   EXPECT_EQ(refusal(ok), "accepted");
+}
+
+// vLLM's rule: a non-zero priority is refused unless the scheduler orders by it, so that it is never ignored.
+TEST(Engine, PriorityNeedsThePriorityPolicy) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  GenerationRequest request = greedy_request(tokens_from(1, 10), 5);
+  request.priority = 3;
+  Engine fcfs(backend, engine_options());
+  try {
+    fcfs.submit(request);
+    ADD_FAILURE() << "priority 3 accepted under fcfs";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_EQ(std::string(e.what()).rfind("priority 3 needs --scheduling-policy priority", 0), 0u) << e.what();
+  }
+  request.priority = 0;
+  EXPECT_NO_THROW(fcfs.submit(request));
+  FakeBackend other_backend(spec);
+  EngineOptions options = engine_options();
+  options.policy = SchedulingPolicy::kPriority;
+  Engine by_priority(other_backend, options);
+  request.priority = -7;
+  EXPECT_NO_THROW(by_priority.submit(request));
 }
 
 TEST(Engine, RefusesLimitsThatCannotWork) {

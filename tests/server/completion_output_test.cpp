@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 namespace qinfer::server {
 namespace {
@@ -123,6 +124,33 @@ TEST_F(CompletionOutputTest, DeadlineAndErrorsBecomeFailures) {
   output.absorb(one);
   ASSERT_TRUE(output.failure());
   EXPECT_EQ(output.failure()->status(), 504);
+}
+
+// Streams carry only OpenAI finish reasons: a deadline, abort or error ends the choice without a finish chunk (the
+// stream then gets an error event), while the metric label keeps the engine's reason.
+TEST_F(CompletionOutputTest, StreamsCarryOnlyOpenAiFinishReasons) {
+  work_.parse_tool_calls = false;
+  const std::set<std::string> openai = {"stop", "length", "tool_calls", "content_filter", "function_call"};
+  for (FinishReason ending : {FinishReason::kDeadline, FinishReason::kAbort, FinishReason::kError, FinishReason::kStop,
+                              FinishReason::kLength}) {
+    CompletionOutput output(work_, "m", *tokenizer_, metrics_, now_timing());
+    std::vector<StreamDelta> all = deltas_of({"Hello", " there"});
+    all.back().finish_reason = ending;
+    const std::string events = output.stream_events(all);
+    size_t finishes = 0;
+    for (size_t at = events.find("data: "); at != std::string::npos; at = events.find("data: ", at + 1)) {
+      const Json chunk = Json::parse(events.substr(at + 6, events.find("\n\n", at) - at - 6));
+      for (const Json& choice : chunk["choices"])
+        if (!choice["finish_reason"].is_null()) {
+          EXPECT_TRUE(openai.count(choice["finish_reason"].get<std::string>())) << events;
+          ++finishes;
+        }
+    }
+    const bool openai_ending = ending == FinishReason::kStop || ending == FinishReason::kLength;
+    EXPECT_EQ(finishes, openai_ending ? 1u : 0u) << events;
+    EXPECT_EQ(output.failure().has_value(), !openai_ending) << finish_reason_name(ending);
+    EXPECT_NE(events.find("there"), std::string::npos) << "the last text still streams: " << events;
+  }
 }
 
 // tool_choice named: the prompt ends with the start of the call, the model writes only the arguments. Split over

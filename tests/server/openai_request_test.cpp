@@ -135,6 +135,11 @@ TEST(OpenAiRequest, BadFieldsNameTheParam) {
   EXPECT_EQ(refused_param(chat({{"max_tokens", 0}})), "max_tokens");
   EXPECT_EQ(refused_param(chat({{"max_tokens", 1.5}})), "max_tokens");
   EXPECT_EQ(refused_param(chat({{"n", 0}})), "n");
+  EXPECT_EQ(refused_param(chat({{"n", kMaxSamplesPerRequest + 1}})), "n");
+  EXPECT_EQ(refused_param({{"prompt", "a"}, {"best_of", kMaxSamplesPerRequest + 1}}, ApiKind::kCompletion), "best_of");
+  EXPECT_EQ(refused_param(chat({{"priority", "high"}})), "priority");
+  EXPECT_EQ(refused_param(chat({{"priority", 1.5}})), "priority");
+  EXPECT_EQ(refused_param(chat({{"priority", 1LL << 40}})), "priority");
   EXPECT_EQ(refused_param(chat({{"stop", {1}}})), "stop");
   EXPECT_EQ(refused_param(chat({{"stream", "yes"}})), "stream");
   EXPECT_EQ(refused_param(chat({{"top_logprobs", 2}})), "top_logprobs");
@@ -149,6 +154,24 @@ TEST(OpenAiRequest, BadFieldsNameTheParam) {
   EXPECT_EQ(refused_param({{"prompt", "a"}, {"echo", true}}, ApiKind::kCompletion), "echo");
   EXPECT_EQ(refused_param({{"prompt", "a"}, {"logprobs", 21}}, ApiKind::kCompletion), "logprobs");
   EXPECT_EQ(refused_param(chat({{"temperature", nullptr}})), "");  // null means "not given"
+}
+
+TEST(OpenAiRequest, PriorityReachesTheEngineRequest) {
+  EXPECT_EQ(parse_chat_request(chat(), model_defaults()).generation.priority, 0);
+  EXPECT_EQ(parse_chat_request(chat({{"priority", -5}}), model_defaults()).generation.priority, -5);
+  EXPECT_EQ(parse_completion_request({{"prompt", "a"}, {"priority", 9}}, model_defaults()).generation.priority, 9);
+}
+
+// The API's n limit is the engine's: a value the parser accepts is never refused later for its size.
+TEST(OpenAiRequest, OneSampleLimit) {
+  EXPECT_EQ(parse_chat_request(chat({{"n", kMaxSamplesPerRequest}}), model_defaults()).generation.n,
+            kMaxSamplesPerRequest);
+  try {
+    parse_chat_request(chat({{"n", kMaxSamplesPerRequest + 1}}), model_defaults());
+    ADD_FAILURE() << "n above the limit accepted";
+  } catch (const ApiError& e) {
+    EXPECT_STREQ(e.what(), "n must be in [1, 64], got 65");
+  }
 }
 
 TEST(OpenAiRequest, CompletionPromptsAndDefaults) {

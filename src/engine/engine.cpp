@@ -125,7 +125,7 @@ RequestHandle Engine::submit(GenerationRequest request) {
     seq->stop_token_ids = request.stop_token_ids;
     seq->deadline = request.deadline;
     if (request.constraint) {
-      seq->matcher = std::make_unique<grammar::GrammarMatcher>(request.constraint);
+      seq->matcher = std::make_unique<grammar::ScopedMatcher>(request.constraint, request.constraint_scope);
       seq->allowed_tokens.assign(static_cast<size_t>(request.constraint->vocab().mask_words()), 0u);
     }
     seq->logit_bias = request.logit_bias;

@@ -14,6 +14,7 @@
 #include "backend/sampling.h"
 #include "engine/sequence.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/scoped_matcher.h"
 
 namespace qinfer {
 
@@ -34,6 +35,9 @@ struct GenerationRequest {
   // Constrained decoding: every sample's tokens follow this grammar (compiled for the engine's vocabulary; its stop
   // ids are allowed only where it is complete). Null: unconstrained.
   std::shared_ptr<const grammar::CompiledGrammar> constraint;
+  // Where in the output the constraint applies (default: all of it): after a reasoning span, or from a trigger token
+  // on.
+  grammar::ConstraintScope constraint_scope;
   std::vector<LogitBias> logit_bias;  // OpenAI logit_bias: distinct ids in the vocabulary, biases in [-100, 100]
   std::optional<Clock::time_point> deadline;  // finished with reason "deadline" once passed
   // Called on the engine thread after new deltas are queued. Must return quickly and never block or throw

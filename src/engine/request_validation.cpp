@@ -63,6 +63,14 @@ int32_t validate_request(const GenerationRequest& request, const RequestLimits& 
   if (request.constraint && request.constraint->vocab().size() != limits.vocab_size)
     refuse("the constraint was compiled for a vocabulary of " + std::to_string(request.constraint->vocab().size()) +
            " ids, the model has " + std::to_string(limits.vocab_size));
+  const grammar::ConstraintScope& scope = request.constraint_scope;
+  std::vector<int32_t> scope_ids = scope.triggers;
+  for (int32_t id : {scope.span_open, scope.span_close})
+    if (id != -1) scope_ids.push_back(id);
+  for (int32_t id : scope_ids)
+    if (id < 0 || id >= limits.vocab_size)
+      refuse("the constraint's scope names token id " + std::to_string(id) + ", outside the vocabulary [0, " +
+             std::to_string(limits.vocab_size) + ")");
   for (size_t i = 0; i < request.logit_bias.size(); ++i) {
     const LogitBias& b = request.logit_bias[i];
     if (b.token < 0 || b.token >= limits.vocab_size)

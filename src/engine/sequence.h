@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/sampling.h"
-#include "grammar/matcher.h"
+#include "grammar/scoped_matcher.h"
 
 namespace qinfer {
 
@@ -51,7 +51,7 @@ struct Sequence {
   std::optional<Clock::time_point> deadline;
   // Constrained decoding: the sample's position in its constraint (null: none), the bitmask of the tokens it allows
   // next ((vocab + 31) / 32 words, filled before each sampling step), and the request's logit_bias.
-  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  std::unique_ptr<grammar::ScopedMatcher> matcher;
   std::vector<uint32_t> allowed_tokens;
   std::vector<LogitBias> logit_bias;
 

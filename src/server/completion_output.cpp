@@ -23,9 +23,6 @@ CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model
       metrics_(metrics),
       timing_(timing),
       choices_(static_cast<size_t>(work.generation.n)) {
-  // The prefilled start of a forced call is part of the prompt; the parser sees it as text the model already wrote.
-  if (work_.parse_tool_calls && !work_.assistant_prefill.empty())
-    for (Choice& choice : choices_) choice.parser.push_prefill(work_.assistant_prefill);
   if (work_.parse_reasoning)
     for (Choice& choice : choices_) choice.reasoning.emplace(work_.prompt_opens_reasoning);
 }

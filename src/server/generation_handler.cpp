@@ -4,6 +4,7 @@
 #include "server/completion_output.h"
 #include "server/handlers.h"
 #include "server/openai_response.h"
+#include "server/output_constraint.h"
 #include "server/sse_stream.h"
 #include "util/logging.h"
 
@@ -27,12 +28,6 @@ std::vector<int32_t> build_prompt(const CompletionWork& work, const ModelRuntime
       prompt = work.prompt_text ? runtime.prompts->text_prompt(*work.prompt_text) : work.prompt_ids;
   } catch (const Error& e) {
     throw invalid_field(work.kind == ApiKind::kChat ? "messages" : "prompt", e.what());
-  }
-  if (!work.assistant_prefill.empty()) {
-    // Special-token matching off: the function name is client text (<tool_call> is a non-special added token and is
-    // still matched).
-    std::vector<int32_t> prefill = runtime.prompts->tokenizer().encode(work.assistant_prefill, false);
-    prompt.insert(prompt.end(), prefill.begin(), prefill.end());
   }
   const char* param = work.kind == ApiKind::kChat ? "messages" : "prompt";
   if (prompt.empty()) throw invalid_field(param, std::string(param) + " gives an empty prompt");
@@ -107,16 +102,7 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
     if (bias.token >= runtime.vocab_size)
       throw invalid_field("logit_bias", "logit_bias names token id " + std::to_string(bias.token) +
                                             ", outside the vocabulary [0, " + std::to_string(runtime.vocab_size) + ")");
-  if (work->structured_output) {
-    try {
-      generation.constraint = runtime.grammars->compile(work->structured_output->constraint);
-    } catch (const Error& e) {
-      throw invalid_field(work->structured_output->param, work->structured_output->param + ": " + e.what());
-    }
-  }
-  if (work->stop_after_tool_call)
-    if (std::optional<int32_t> close = runtime.prompts->tokenizer().token_id("</tool_call>"))
-      generation.stop_token_ids.push_back(*close);
+  apply_output_constraint(*work, runtime.prompts->tokenizer(), *runtime.grammars, generation);
 
   const bool use_cache = state.options().response_cache_size > 0 && work->cacheable && !work->stream;
   if (use_cache) {

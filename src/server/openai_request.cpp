@@ -167,6 +167,11 @@ Json parse_tools(const Json& body) {
       throw invalid_field(param + ".type", param + ".type must be \"function\"");
     if (!tool["function"].contains("name") || !tool["function"]["name"].is_string())
       throw invalid_field(param + ".function.name", param + ".function.name must be a string");
+    const Json& function = tool["function"];
+    if (function.contains("strict") && !function["strict"].is_null() && !function["strict"].is_boolean())
+      throw invalid_field(param + ".function.strict", param + ".function.strict must be a boolean");
+    if (function.contains("parameters") && !function["parameters"].is_null() && !function["parameters"].is_object())
+      throw invalid_field(param + ".function.parameters", param + ".function.parameters must be a JSON Schema object");
   }
   return tools->empty() ? Json(nullptr) : *tools;
 }
@@ -196,8 +201,8 @@ std::vector<int32_t> parse_id_array(const Json& value, const std::string& param)
 }
 
 // tool_choice: "auto" (default), "none" (tools left out of the prompt, nothing parsed), "required", or
-// {"type": "function", "function": {"name": N}} with N one of `tools`. The last two are forced by prefilling the
-// assistant turn (CompletionWork::assistant_prefill), not by guided decoding.
+// {"type": "function", "function": {"name": N}} with N one of `tools`. The last two are generated under a tool-call
+// grammar (output_constraint.h), as are calls to tools with strict: true.
 void parse_tool_choice(const Json& body, const Json& tools, CompletionWork& work) {
   const Json* choice = find(body, "tool_choice");
   const std::string expected =
@@ -223,14 +228,9 @@ void parse_tool_choice(const Json& body, const Json& tools, CompletionWork& work
   if (mode == "none") return;
   work.chat.tools = tools;
   work.parse_tool_calls = !tools.is_null();
-  if (mode == "required") work.assistant_prefill = "<tool_call>\n";
-  if (forced_name) {
-    // The same shape as the chat template's own rendering of a call: {"name": "N", "arguments": {...}}.
-    work.assistant_prefill =
-        "<tool_call>\n{\"name\": " + Json(*forced_name).dump(-1, ' ', false, Json::error_handler_t::replace) +
-        ", \"arguments\": ";
-    work.stop_after_tool_call = true;
-  }
+  work.tool_choice = mode;
+  if (forced_name) work.forced_tool = *forced_name;
+  work.parallel_tool_calls = bool_field(body, "parallel_tool_calls").value_or(true);
 }
 
 void parse_template_options(const Json& body, ChatTemplateInputs& chat) {
@@ -297,7 +297,7 @@ CompletionWork parse_chat_request(const Json& body, const GenerationDefaults& de
   }
   parse_tool_choice(body, parse_tools(body), work);
   parse_template_options(body, work.chat);
-  if (!work.assistant_prefill.empty() && !work.chat.add_generation_prompt)
+  if ((work.tool_choice == "required" || work.tool_choice == "function") && !work.chat.add_generation_prompt)
     throw invalid_field("tool_choice", "a required or named tool_choice needs add_generation_prompt: true");
   return work;
 }

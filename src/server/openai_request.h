@@ -27,18 +27,17 @@ struct CompletionWork {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool parse_tool_calls = false;
-  // tool_choice "required" or a named function: the start of the assistant turn the server writes for the model
-  // (`<tool_call>\n`, plus `{"name": "N", "arguments": ` when named). It is appended to the generation prompt and
-  // fed to the tool-call parser as text already generated. Empty otherwise.
-  std::string assistant_prefill;
-  bool stop_after_tool_call = false;
+  // tool_choice: "auto", "none", "required" or "function" (a named one: forced_tool). "required" and "function", and
+  // tools with strict: true under "auto", generate their calls under a tool-call grammar (output_constraint.h).
+  std::string tool_choice = "auto";
+  std::string forced_tool;
+  bool parallel_tool_calls = true;
   // --reasoning-parser (chat only): <think>...</think> goes to reasoning_content; prompt_opens_reasoning when the
   // rendered prompt already opened it (set by the handler).
   bool parse_reasoning = false;
   bool prompt_opens_reasoning = false;
   // response_format / structured_outputs / guided_*: compiled by the handler into generation.constraint.
-  std::optional<StructuredOutput>
-      structured_output;  // named function: exactly one call, generation stops at its closing tag
+  std::optional<StructuredOutput> structured_output;
   // The body without per-delivery fields (stream, stream_options, user), sorted: the response-cache key.
   std::string cache_key;
   bool cacheable = false;  // greedy or seeded

@@ -48,7 +48,6 @@ ToolCallParser::Output ToolCallParser::push(std::string_view text) {
     if (!parse_call(body, out)) out.content += unparsed_call_text(body) + std::string(kClose);
     buffer_.erase(0, close + kClose.size());
     in_call_ = false;
-    prefill_bytes_ = 0;
   }
 }
 
@@ -59,19 +58,10 @@ ToolCallParser::Output ToolCallParser::finish() {
   if (!in_call_) out.content = buffer_;
   buffer_.clear();
   in_call_ = false;
-  prefill_bytes_ = 0;
   return out;
 }
 
-void ToolCallParser::push_prefill(std::string_view text) {
-  push(text);
-  prefill_bytes_ = in_call_ ? buffer_.size() : 0;
-}
-
-std::string ToolCallParser::unparsed_call_text(std::string_view body) const {
-  if (prefill_bytes_ > 0) return std::string(body.substr(std::min(prefill_bytes_, body.size())));
-  return std::string(kOpen) + std::string(body);
-}
+std::string ToolCallParser::unparsed_call_text(std::string_view body) { return std::string(kOpen) + std::string(body); }
 
 bool ToolCallParser::parse_call(std::string_view body, Output& out) {
   nlohmann::ordered_json call = nlohmann::ordered_json::parse(trim(body), nullptr, false);

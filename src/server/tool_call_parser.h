@@ -23,9 +23,6 @@ class ToolCallParser {
   };
 
   Output push(std::string_view text);
-  // Text the server wrote at the start of the assistant turn for the model (a forced tool call's `<tool_call>\n...`):
-  // parsed as if generated, but should the call not parse, only the model's own text is returned as content.
-  void push_prefill(std::string_view text);
   // End of generation: a call left open whose body is already a complete call is returned as a call; any other
   // unfinished call (or a held-back partial tag) is returned as content.
   Output finish();
@@ -36,11 +33,10 @@ class ToolCallParser {
   // Appends the call in `body` (the text between the tags) to `out`; false when it is not a valid call.
   bool parse_call(std::string_view body, Output& out);
 
-  // The visible text of a call that did not parse (the opening tag and the body, less any prefill).
-  std::string unparsed_call_text(std::string_view body) const;
+  // The visible text of a call that did not parse (the opening tag and the body).
+  static std::string unparsed_call_text(std::string_view body);
 
-  std::string buffer_;        // unreleased text: a possible tag start, or the body of an open call
-  size_t prefill_bytes_ = 0;  // leading bytes of buffer_ that are prefill (open call only)
+  std::string buffer_;  // unreleased text: a possible tag start, or the body of an open call
   bool in_call_ = false;
   int num_calls_ = 0;
 };

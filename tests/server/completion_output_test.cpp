@@ -153,44 +153,6 @@ TEST_F(CompletionOutputTest, StreamsCarryOnlyOpenAiFinishReasons) {
   }
 }
 
-// tool_choice named: the prompt ends with the start of the call, the model writes only the arguments. Split over
-// deltas, with and without the closing tag (the stop token may or may not reach the text), streamed and not.
-TEST_F(CompletionOutputTest, PrefilledNamedCallIsParsedFromTheArgumentsAlone) {
-  work_.assistant_prefill = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
-  work_.stop_after_tool_call = true;
-  for (const std::string closing : {"}\n</tool_call>", "}"}) {
-    const std::vector<StreamDelta> all = deltas_of({"{\"city\"", ": \"Pa", "ris\"}", closing});
-    CompletionOutput plain(work_, "m", *tokenizer_, metrics_, now_timing());
-    std::vector<StreamDelta> copy = all;
-    plain.absorb(copy);
-    const Json response = plain.final_response(Usage{10, 4, 0});
-    const Json& message = response["choices"][0]["message"];
-    EXPECT_TRUE(message["content"].is_null()) << message.dump();
-    ASSERT_EQ(message["tool_calls"].size(), 1u) << closing;
-    EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
-    EXPECT_EQ(Json::parse(message["tool_calls"][0]["function"]["arguments"].get<std::string>()),
-              Json({{"city", "Paris"}}));
-    EXPECT_EQ(response["choices"][0]["finish_reason"], "tool_calls");
-
-    CompletionOutput streamed(work_, "m", *tokenizer_, metrics_, now_timing());
-    std::string sse;
-    for (const StreamDelta& delta : all) {
-      std::vector<StreamDelta> one = {delta};
-      sse += streamed.stream_events(one);
-    }
-    std::string content, name, finish;
-    for (const Json& chunk : events(sse))
-      for (const Json& choice : chunk["choices"]) {
-        if (choice["delta"].contains("content")) content += choice["delta"]["content"].get<std::string>();
-        if (choice["delta"].contains("tool_calls")) name = choice["delta"]["tool_calls"][0]["function"]["name"];
-        if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
-      }
-    EXPECT_EQ(content, "");
-    EXPECT_EQ(name, "get_weather");
-    EXPECT_EQ(finish, "tool_calls");
-  }
-}
-
 // Content-only deltas skip the JSON DOM (CompletionOutput::content_event); every such event must be byte for byte the
 // DOM rendering of the chunk, for text that needs escaping and for invalid UTF-8 (replaced, as the DOM path does).
 TEST_F(CompletionOutputTest, ContentEventsEqualTheJsonDomRendering) {

@@ -96,27 +96,34 @@ TEST(OpenAiRequest, MessagesAreNormalised) {
                    .parse_tool_calls);
 }
 
-// tool_choice required / named: forced by prefilling the assistant turn with the start of a call, in the shape the
-// Qwen3 template renders calls (`<tool_call>\n{"name": "N", "arguments": ...}`).
-TEST(OpenAiRequest, ForcedToolChoicePrefillsTheAssistantTurn) {
+// tool_choice required / named: recorded for the tool-call grammar (output_constraint.h); parallel_tool_calls too.
+TEST(OpenAiRequest, ForcedToolChoiceIsRecordedForTheToolCallGrammar) {
   const Json tools = {{{"type", "function"}, {"function", {{"name", "get_weather"}}}},
                       {{"type", "function"}, {"function", {{"name", "say \"hi\""}}}}};
   CompletionWork required = parse_chat_request(chat({{"tools", tools}, {"tool_choice", "required"}}), model_defaults());
-  EXPECT_EQ(required.assistant_prefill, "<tool_call>\n");
-  EXPECT_FALSE(required.stop_after_tool_call);
+  EXPECT_EQ(required.tool_choice, "required");
+  EXPECT_TRUE(required.parallel_tool_calls);
   EXPECT_TRUE(required.parse_tool_calls);
-  CompletionWork named = parse_chat_request(
-      chat({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "say \"hi\""}}}}}}),
-      model_defaults());
-  EXPECT_EQ(named.assistant_prefill, "<tool_call>\n{\"name\": \"say \\\"hi\\\"\", \"arguments\": ");
-  EXPECT_TRUE(named.stop_after_tool_call);
+  CompletionWork named =
+      parse_chat_request(chat({{"tools", tools},
+                               {"tool_choice", {{"type", "function"}, {"function", {{"name", "say \"hi\""}}}}},
+                               {"parallel_tool_calls", false}}),
+                         model_defaults());
+  EXPECT_EQ(named.tool_choice, "function");
+  EXPECT_EQ(named.forced_tool, "say \"hi\"");
+  EXPECT_FALSE(named.parallel_tool_calls);
   EXPECT_EQ(named.chat.tools, tools);
   CompletionWork automatic = parse_chat_request(chat({{"tools", tools}, {"tool_choice", "auto"}}), model_defaults());
-  EXPECT_TRUE(automatic.assistant_prefill.empty());
+  EXPECT_EQ(automatic.tool_choice, "auto");
   CompletionWork none = parse_chat_request(chat({{"tools", tools}, {"tool_choice", "none"}}), model_defaults());
   EXPECT_TRUE(none.chat.tools.is_null());
-  EXPECT_TRUE(none.assistant_prefill.empty());
+  EXPECT_FALSE(none.parse_tool_calls);
 
+  const Json loose = {{{"type", "function"}, {"function", {{"name", "f"}, {"strict", "yes"}}}}};
+  EXPECT_EQ(refused_param(chat({{"tools", loose}})), "tools[0].function.strict");
+  const Json bad_schema = {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", "object"}}}}};
+  EXPECT_EQ(refused_param(chat({{"tools", bad_schema}})), "tools[0].function.parameters");
+  EXPECT_EQ(refused_param(chat({{"tools", tools}, {"parallel_tool_calls", "no"}})), "parallel_tool_calls");
   EXPECT_EQ(
       refused_param(chat({{"tools", tools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "x"}}}}}})),
       "tool_choice");  // not one of the tools

@@ -81,22 +81,5 @@ TEST(ToolCallParser, OpenCallWithACompleteBodyCountsAtTheEnd) {
   EXPECT_EQ(nlohmann::json::parse(end.calls[0].arguments), nlohmann::json::parse(R"({"x": [1, 2]})"));
 }
 
-TEST(ToolCallParser, PrefillIsParsedButNeverShownAsContent) {
-  ToolCallParser named;
-  named.push_prefill("<tool_call>\n{\"name\": \"f\", \"arguments\": ");
-  ToolCallParser::Output out = named.push("{\"x\": 1}}\n</tool_call>");
-  ASSERT_EQ(out.calls.size(), 1u);
-  EXPECT_EQ(out.calls[0].name, "f");
-  EXPECT_EQ(out.content, "");
-  ToolCallParser broken;
-  broken.push_prefill("<tool_call>\n{\"name\": \"f\", \"arguments\": ");
-  EXPECT_EQ(broken.push("oops").content, "");
-  EXPECT_EQ(broken.finish().content, "oops");
-  ToolCallParser closed_broken;
-  closed_broken.push_prefill("<tool_call>\n");
-  out = closed_broken.push("not json</tool_call>then <tool_call>bad</tool_call>");
-  EXPECT_EQ(out.content, "not json</tool_call>then <tool_call>bad</tool_call>");
-}
-
 }  // namespace
 }  // namespace qinfer::server

@@ -1,5 +1,5 @@
 // The chat page in headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core from web/node_modules;
-// no browser is downloaded) against a real `qinfer serve` on the tiny test model. Exits 77 (CTest: skipped) only when
+// no browser is downloaded) against a real `qinfer serve --reasoning-parser qwen3` on the tiny test model. Exits 77 (CTest: skipped) only when
 // Chromium is not installed. Screenshots go to $QINFER_WEB_ARTIFACT_DIR.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,7 +22,7 @@ let server;
 let browser;
 
 before(async () => {
-  server = await startServer(['--api-key', API_KEY]);
+  server = await startServer(['--api-key', API_KEY, '--reasoning-parser', 'qwen3']);
   // --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 });
@@ -245,6 +245,59 @@ test('errors are shown: wrong API key (401), too many requests (429), unreachabl
     await send(page, 'Anyone there?');
     await page.waitForSelector('article.assistant:nth-of-type(6)[data-state="error"]');
     assert.match(await lastReply(page).locator('.error').textContent(), /Cannot reach the server/);
+  }));
+
+// The random model is steered into reasoning by a regex added to the page's request on its way out (the server's
+// output and its streamed reasoning_content deltas are real).
+const REASONING_REGEX = '<think>[a-z]{2,8}( [a-z]{2,8}){2,5}</think>\n\n[A-Z][a-z]{2,8}( [a-z]{2,8}){2,5}';
+
+test('reasoning streams into a folded <details> above the answer and is not sent back', { timeout: 120000 }, () =>
+  withPage({}, async ({ page, problems, chatBodies }) => {
+    await waitForModelList(page);
+    await setField(page, '#max-tokens', 80);
+    await page.route('**/v1/chat/completions', (route) => {
+      const body = JSON.parse(route.request().postData());
+      route.continue({ postData: JSON.stringify({ ...body, guided_regex: REASONING_REGEX, temperature: 1 }) });
+    });
+    // What the reasoning element looks like at each DOM change while the reply streams.
+    await page.evaluate(() => {
+      window.reasoningStates = [];
+      new MutationObserver(() => {
+        const article = [...document.querySelectorAll('article.assistant')].at(-1);
+        const details = article?.querySelector('details.reasoning');
+        if (article?.dataset.state === 'streaming' && details)
+          window.reasoningStates.push({ open: details.open, summary: details.querySelector('summary').textContent,
+            length: details.querySelector('.reasoning-text').textContent.length,
+            answer: article.querySelector('.content').textContent.length });
+      }).observe(document.getElementById('messages'), { childList: true, subtree: true, characterData: true });
+    });
+    await send(page, 'Think first.');
+    await page.waitForSelector('article.assistant[data-state="done"]', { timeout: REPLY_TIMEOUT_MS });
+    const states = await page.evaluate(() => window.reasoningStates);
+    assert.ok(states.length >= 2, `the reasoning did not stream: ${JSON.stringify(states)}`);
+    assert.ok(states.every((state) => !state.open && state.summary === 'Thinking…'), JSON.stringify(states));
+    assert.ok(states.at(-1).length > states[0].length, 'the reasoning grew while streaming');
+
+    const reply = lastReply(page);
+    const details = reply.locator('details.reasoning');
+    assert.equal(await details.count(), 1);
+    assert.equal(await details.evaluate((el) => el.open), false, 'folded');
+    assert.equal(await details.locator('summary').textContent(), 'Reasoning');
+    assert.equal(await details.evaluate((el) => el.nextElementSibling.classList.contains('content')), true,
+      'above the answer');
+    assert.equal(await reply.locator('.reasoning-text').isVisible(), false);
+    const reasoning = await reply.locator('.reasoning-text').textContent();
+    assert.match(reasoning, /^[a-z]{2,8}( [a-z]{2,8}){2,5}$/);
+    const answer = (await reply.locator('.content').textContent()).trim();
+    assert.match(answer, /^[A-Z][a-z]{2,8}( [a-z]{2,8}){2,5}$/);
+    await details.locator('summary').click();
+    assert.equal(await reply.locator('.reasoning-text').isVisible(), true, 'unfolds on click');
+    await page.screenshot({ path: saveScreenshot('chat_page_reasoning.png') });
+
+    await send(page, 'And now?');
+    await page.waitForSelector('article.assistant:nth-of-type(4)[data-state="done"]', { timeout: REPLY_TIMEOUT_MS });
+    assert.equal(chatBodies[1].messages.at(-2).content, answer, 'only the answer goes back as the assistant turn');
+    assert.deepEqual(problems, []);
   }));
 
 test('a server that dies mid-reply is reported as a lost connection (runs last: kills the server)', { timeout: 120000 },

@@ -54,6 +54,16 @@ test('streams deltas split at every byte, with comments, and returns usage and f
   assert.equal(requests[0].init.headers.Authorization, 'Bearer k');
 });
 
+test('reasoning_content deltas go to onReasoning, content to onDelta', async () => {
+  const body = chunk({ role: 'assistant', content: '' }) + chunk({ reasoning_content: 'let me ' }) +
+    chunk({ reasoning_content: 'think' }) + chunk({ content: 'Yes.' }) + chunk({}, 'stop') + 'data: [DONE]\n\n';
+  scriptFetch({ body, chunkBytes: 7 });
+  const reasoning = [];
+  const { pieces } = await collect({ onReasoning: (p) => reasoning.push(p) });
+  assert.deepEqual(reasoning, ['let me ', 'think']);
+  assert.deepEqual(pieces, ['Yes.']);
+});
+
 test('CRLF and CR framing is accepted wherever the pieces split', async () => {
   const events = chunk({ content: 'a' }) + chunk({ content: 'b' }) + 'data: [DONE]\n\n';
   for (const lineEnd of ['\r\n', '\r']) {

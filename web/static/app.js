@@ -62,6 +62,31 @@ function appendMessage(role) {
   return { article, content };
 }
 
+// The reply's reasoning (reasoning_content), folded in a <details> above the answer; created on its first piece.
+// Shown as plain text: it is the model's scratch work, not formatted for reading.
+function reasoningView(article, content) {
+  let details = null;
+  let body = null;
+  return {
+    append(piece) {
+      if (!details) {
+        details = document.createElement('details');
+        details.className = 'reasoning';
+        const summary = document.createElement('summary');
+        summary.textContent = 'Thinking…';
+        body = document.createElement('div');
+        body.className = 'reasoning-text';
+        details.append(summary, body);
+        article.insertBefore(details, content);
+      }
+      body.textContent += piece;
+    },
+    finish() {
+      if (details) details.querySelector('summary').textContent = 'Reasoning';
+    },
+  };
+}
+
 // Re-renders the growing reply at most once per animation frame.
 function replyRenderer(content) {
   let text = '';
@@ -80,9 +105,9 @@ function replyRenderer(content) {
         requestAnimationFrame(render);
       }
     },
-    finish() {
+    finish(hasReasoning = false) {
       render();
-      if (!text) content.innerHTML = '<p class="muted">(empty reply)</p>';
+      if (!text && !hasReasoning) content.innerHTML = '<p class="muted">(empty reply)</p>';
       return text;
     },
   };
@@ -143,6 +168,8 @@ async function sendMessage(userText) {
   reply.article.dataset.state = 'streaming';
   reply.article.setAttribute('aria-busy', 'true');  // screen readers read the reply once, when it is complete
   const renderer = replyRenderer(reply.content);
+  const reasoning = reasoningView(reply.article, reply.content);
+  let reasoned = false;
   const controller = new AbortController();
   inFlight = controller;
   setBusy(true);
@@ -161,14 +188,22 @@ async function sendMessage(userText) {
         timing.chunks += 1;
         renderer.append(piece);
       },
+      onReasoning(piece) {
+        timing.firstTokenAt ??= performance.now();
+        timing.chunks += 1;
+        reasoned = true;
+        reasoning.append(piece);
+      },
     });
     timing.endedAt = performance.now();
-    remember(renderer.finish());
+    reasoning.finish();
+    remember(renderer.finish(reasoned));  // the reasoning is not sent back (Qwen3's template drops it anyway)
     reply.article.dataset.state = 'done';
     appendMeta(reply.article, formatStats({ ...timing, ...result }));
   } catch (error) {
     timing.endedAt = performance.now();
-    const partial = renderer.finish();
+    reasoning.finish();
+    const partial = renderer.finish(reasoned);
     if (isAbort(error)) {
       if (partial) remember(partial);
       reply.article.dataset.state = 'stopped';

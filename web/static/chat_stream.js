@@ -88,9 +88,10 @@ function parseChunk(data) {
   }
 }
 
-// Streams one chat completion. `onDelta(text)` gets each piece of the reply as it arrives (the first call marks the
-// time to first token). Resolves { finishReason, usage } once the server sends [DONE].
-export async function streamChat({ body, apiKey, signal, onDelta }) {
+// Streams one chat completion. `onDelta(text)` gets each piece of the reply as it arrives, `onReasoning(text)` each
+// piece of the reasoning (delta.reasoning_content, sent by a server run with --reasoning-parser); the first call of
+// either marks the time to first token. Resolves { finishReason, usage } once the server sends [DONE].
+export async function streamChat({ body, apiKey, signal, onDelta, onReasoning = () => {} }) {
   const response = await send('v1/chat/completions', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', ...authHeaders(apiKey) },
@@ -107,6 +108,7 @@ export async function streamChat({ body, apiKey, signal, onDelta }) {
       if (chunk.error) throw new ChatError('stream', `The server stopped the reply: ${chunk.error.message}`);
       if (chunk.usage) usage = chunk.usage;
       const choice = chunk.choices?.[0];
+      if (choice?.delta?.reasoning_content) onReasoning(choice.delta.reasoning_content);
       if (choice?.delta?.content) onDelta(choice.delta.content);
       if (choice?.finish_reason) finishReason = choice.finish_reason;
     }

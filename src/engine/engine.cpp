@@ -108,6 +108,10 @@ RequestHandle Engine::submit(GenerationRequest request) {
   std::lock_guard lock(intake_mutex_);
   state->id = handle.id = next_request_id_++;
   state->stream = handle.stream = std::make_shared<RequestStream>(handle.id);
+  // The prompt's size is known now; the rest of the usage is set when the request ends.
+  Usage submitted_usage;
+  submitted_usage.prompt_tokens = static_cast<int32_t>(request.prompt.size());
+  state->stream->set_usage(submitted_usage);
   uint64_t base_seed = request.seed ? *request.seed : seed_source_();
   for (int32_t i = 0; i < request.n; ++i) {
     auto seq = std::make_unique<Sequence>();

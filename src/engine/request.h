@@ -79,7 +79,7 @@ class RequestStream {
   bool wait_drain(std::vector<StreamDelta>& out, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // True when every sample finished and all deltas were drained.
   bool done() const;
-  // Final usage; complete once the request is done.
+  // Final usage once the request is done; before that, the prompt tokens only.
   Usage usage() const;
   // When the engine first put one of the request's sequences into a batch (its queue time ends there); empty before.
   std::optional<std::chrono::steady_clock::time_point> first_scheduled() const;

@@ -1,5 +1,7 @@
 #include "server/completion_output.h"
 
+#include <algorithm>
+
 #include "server/openai_response.h"
 
 namespace qinfer::server {
@@ -28,6 +30,7 @@ CompletionOutput::CompletionOutput(const CompletionWork& work, std::string model
 }
 
 ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice& choice, std::string& reasoning) {
+  tokens_seen_ += static_cast<int32_t>(delta.token_ids.size());
   const TimePoint now = std::chrono::steady_clock::now();
   if (!first_delta_seen_) {
     // Queue time = the wait for a server slot + the engine's queue, which ends when the engine first schedules the
@@ -242,11 +245,14 @@ void CompletionOutput::record_finished(const Usage& usage) {
 
 void CompletionOutput::record_abandoned(RequestStream& stream) {
   // Runs on the connection's event loop, which must not wait for the engine: the deltas queued so far are taken
-  // without waiting, and the choices the abort ends count as "abort".
+  // without waiting, the choices the abort ends count as "abort", and until the engine's final usage exists the
+  // output counted is the tokens seen (the prompt's size is known from submission).
   std::vector<StreamDelta> deltas;
   stream.wait_drain(deltas, std::chrono::milliseconds(0));
   absorb(deltas);
-  record_finished(stream.usage());
+  Usage usage = stream.usage();
+  usage.completion_tokens = std::max(usage.completion_tokens, tokens_seen_);
+  record_finished(usage);
 }
 
 }  // namespace qinfer::server

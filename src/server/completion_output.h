@@ -88,6 +88,7 @@ class CompletionOutput {
   bool first_token_seen_ = false;
   std::optional<double> queue_seconds_;  // set by the first delta
   std::optional<double> ttft_seconds_;   // set by the first token
+  int32_t tokens_seen_ = 0;              // generated tokens of every choice taken from the engine so far
   std::optional<ApiError> failure_;
 };
 

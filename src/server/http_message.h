@@ -22,7 +22,7 @@ const std::string* find_header(const HttpHeaders& headers, std::string_view name
 struct HttpRequest {
   std::string method;
   std::string target;  // as sent
-  std::string path;    // target without the query
+  std::string path;    // target without the query, %XX escapes decoded
   HttpHeaders headers;
   std::string body;
   std::vector<std::string> matches;  // the route pattern's captures: [0] the whole path, then each group

@@ -44,12 +44,38 @@ std::optional<ReadRefusal> check_head(const RequestParser& parser, const HttpLim
   return std::nullopt;
 }
 
+namespace {
+
+// The path with its %XX escapes decoded (routes match decoded paths: an SDK sends the model id ORG/NAME as
+// ORG%2FNAME). A '%' not followed by two hex digits stays as it is.
+std::string decode_path(std::string_view path) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string decoded;
+  decoded.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size() && hex(path[i + 1]) >= 0 && hex(path[i + 2]) >= 0) {
+      decoded += static_cast<char>(hex(path[i + 1]) * 16 + hex(path[i + 2]));
+      i += 2;
+    } else {
+      decoded += path[i];
+    }
+  }
+  return decoded;
+}
+
+}  // namespace
+
 HttpRequest to_http_request(RequestParser::value_type&& message) {
   HttpRequest request;
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
   const size_t query = request.target.find('?');
-  request.path = request.target.substr(0, query);
+  request.path = decode_path(std::string_view(request.target).substr(0, query));
   for (const auto& field : message) request.headers.emplace_back(field.name_string(), field.value());
   request.body = std::move(message.body());
   return request;

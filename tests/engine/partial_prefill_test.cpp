@@ -39,14 +39,6 @@ SchedulerOptions limits(int32_t threshold, int32_t partial, int32_t long_partial
   return options;
 }
 
-void expect_reference_outputs(const SchedulerHarness& harness) {
-  for (const auto& seq : harness.sequences) {
-    ASSERT_TRUE(seq->finished());
-    EXPECT_EQ(std::vector<int32_t>(seq->output().begin(), seq->output().end()), harness.reference_output(*seq))
-        << "sequence " << seq->id;
-  }
-}
-
 TEST(PartialPrefill, ALongPromptsChunksStayWithinTheThreshold) {
   SchedulerHarness harness(model(), limits(10, 0, 0), true);
   Sequence* chat = harness.add(prompt_of(1, 3, 30));

@@ -87,4 +87,12 @@ std::vector<int32_t> SchedulerHarness::reference_output(const Sequence& seq) con
   return fake_reference_generate(seq.prompt(), seq.sampling, generation, spec);
 }
 
+void expect_reference_outputs(const SchedulerHarness& harness) {
+  for (const auto& seq : harness.sequences) {
+    ASSERT_TRUE(seq->finished());
+    EXPECT_EQ(std::vector<int32_t>(seq->output().begin(), seq->output().end()), harness.reference_output(*seq))
+        << "sequence " << seq->id;
+  }
+}
+
 }  // namespace qinfer::testing

@@ -50,4 +50,7 @@ class SchedulerHarness {
   uint64_t next_id_ = 1;
 };
 
+// Every sequence of `harness` finished with the fake model's reference output (gtest expectations).
+void expect_reference_outputs(const SchedulerHarness& harness);
+
 }  // namespace qinfer::testing

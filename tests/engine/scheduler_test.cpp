@@ -45,14 +45,6 @@ SchedulerOptions options(int32_t max_num_seqs, int32_t max_num_batched_tokens, b
   return result;
 }
 
-void expect_reference_outputs(const SchedulerHarness& harness) {
-  for (const auto& seq : harness.sequences) {
-    ASSERT_TRUE(seq->finished());
-    EXPECT_EQ(std::vector<int32_t>(seq->output().begin(), seq->output().end()), harness.reference_output(*seq))
-        << "sequence " << seq->id;
-  }
-}
-
 TEST(Scheduler, DecodesComeFirstAndPrefillChunksFillTheBudget) {
   SchedulerHarness harness(model(), options(8, 16), true);
   harness.add(seq_spec(tokens_from(1, 3), 40, true, 0));

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startServer, rawRequest, postJson, parseSse, metricValue } from './harness.mjs';
+import { startServer, rawRequest, postJson, parseSse, metricValue, dropStreamAfterThreeChunks } from './harness.mjs';
 
 const NUM_STREAMS = Number(process.env.QINFER_TEST_STREAMS ?? 64);
 let server;
@@ -45,22 +45,7 @@ test(`${NUM_STREAMS} concurrent streams equal their solo outputs`, { timeout: 12
 });
 
 test('disconnect mid-stream aborts the request', { timeout: 30000 }, async () => {
-  const body = JSON.stringify({ messages: [{ role: 'user', content: 'long' }], max_tokens: 900, ignore_eos: true,
-    temperature: 0, stream: true });
-  let timer;
-  await new Promise((resolve, reject) => {
-    timer = setTimeout(() => reject(new Error('no stream data')), 20000);
-    const req = http.request(server.url + '/v1/chat/completions',
-      { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
-        let seen = 0;
-        res.on('data', () => { seen += 1; if (seen === 3) { req.destroy(); resolve(); } });
-      });
-    req.on('error', () => {});
-    req.on('close', resolve);
-    req.write(body);
-    req.end();
-  });
-  clearTimeout(timer);
+  await dropStreamAfterThreeChunks(server.url, { temperature: 0 });
   const deadline = Date.now() + 10000;
   let running;
   do {

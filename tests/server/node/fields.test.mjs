@@ -2,8 +2,8 @@
 // model ids with a slash (the default served name of `--model ORG/NAME`) retrievable through the official SDK.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { MODEL, startServer, startServerWith, loadOpenAI, postJson, rawRequest, metricValue } from './harness.mjs';
+import { MODEL, startServer, startServerWith, loadOpenAI, postJson, rawRequest, metricValue,
+  dropStreamAfterThreeChunks } from './harness.mjs';
 
 const OpenAI = loadOpenAI();
 const chat = (extra) => ({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, ...extra });
@@ -68,18 +68,7 @@ test('models.retrieve works for an id with a slash', { timeout: 60000 }, async (
 test('a stream aborted by its client is in every request metric', { timeout: 60000 }, async () => {
   const server = await startServer();
   try {
-    const body = JSON.stringify({ messages: [{ role: 'user', content: 'long' }], max_tokens: 900, ignore_eos: true,
-      stream: true });
-    await new Promise((resolve) => {
-      const req = http.request(server.url + '/v1/chat/completions',
-        { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
-          let seen = 0;
-          res.on('data', () => { seen += 1; if (seen === 3) { req.destroy(); resolve(); } });
-        });
-      req.on('error', () => {});
-      req.on('close', resolve);
-      req.end(body);
-    });
+    await dropStreamAfterThreeChunks(server.url);
     const deadline = Date.now() + 10000;
     while ((await metricValue(server.url, 'qinfer_client_disconnects_total')) !== 1 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));

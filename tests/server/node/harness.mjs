@@ -94,3 +94,22 @@ export async function metricValue(url, name) {
   const line = res.body.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'));
   return line === undefined ? undefined : Number(line.split(' ').pop());
 }
+
+// Starts a long streamed chat completion and drops the connection after its third chunk of data (a client that goes
+// away mid-stream). Rejects when no data arrives within 20 s.
+export function dropStreamAfterThreeChunks(url, extra = {}) {
+  const body = JSON.stringify({ messages: [{ role: 'user', content: 'long' }], max_tokens: 900, ignore_eos: true,
+    stream: true, ...extra });
+  let timer;
+  return new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('no stream data')), 20000);
+    const req = http.request(url + '/v1/chat/completions',
+      { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
+        let seen = 0;
+        res.on('data', () => { seen += 1; if (seen === 3) { req.destroy(); resolve(); } });
+      });
+    req.on('error', () => {});
+    req.on('close', resolve);
+    req.end(body);
+  }).finally(() => clearTimeout(timer));
+}

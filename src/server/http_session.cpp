@@ -49,24 +49,20 @@ size_t SessionRegistry::size() const {
   return sessions_.size();
 }
 
-void SessionRegistry::drain_all() {
+std::vector<std::shared_ptr<HttpSession>> SessionRegistry::live_sessions() const {
   std::vector<std::shared_ptr<HttpSession>> open;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& [key, weak] : sessions_)
-      if (auto session = weak.lock()) open.push_back(std::move(session));
-  }
-  for (auto& session : open) session->drain();
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, weak] : sessions_)
+    if (auto session = weak.lock()) open.push_back(std::move(session));
+  return open;
+}
+
+void SessionRegistry::drain_all() {
+  for (auto& session : live_sessions()) session->drain();
 }
 
 void SessionRegistry::close_all() {
-  std::vector<std::shared_ptr<HttpSession>> open;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto& [key, weak] : sessions_)
-      if (auto session = weak.lock()) open.push_back(std::move(session));
-  }
-  for (auto& session : open) session->close();
+  for (auto& session : live_sessions()) session->close();
 }
 
 HttpSession::HttpSession(net::ip::tcp::socket socket, SessionHost& host, SessionRegistry& registry)

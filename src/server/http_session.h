@@ -48,6 +48,8 @@ class SessionRegistry {
   void close_all();
 
  private:
+  // The sessions still alive, taken under the lock so that drain() and close() run without it.
+  std::vector<std::shared_ptr<HttpSession>> live_sessions() const;
   mutable std::mutex mutex_;
   std::unordered_map<const HttpSession*, std::weak_ptr<HttpSession>> sessions_;
 };

@@ -20,15 +20,6 @@ SequenceSpec prompt_of(int32_t first, int32_t count, int32_t max_tokens = 4) {
   return spec;
 }
 
-FakeModelSpec model() {
-  FakeModelSpec spec;
-  spec.vocab_size = 512;
-  spec.num_blocks = 256;
-  spec.block_size = 4;
-  spec.max_model_len = 256;
-  return spec;
-}
-
 SchedulerOptions limits(int32_t threshold, int32_t partial, int32_t long_partial, int32_t budget = 64) {
   SchedulerOptions options;
   options.max_num_seqs = 16;
@@ -40,7 +31,7 @@ SchedulerOptions limits(int32_t threshold, int32_t partial, int32_t long_partial
 }
 
 TEST(PartialPrefill, ALongPromptsChunksStayWithinTheThreshold) {
-  SchedulerHarness harness(model(), limits(10, 0, 0), true);
+  SchedulerHarness harness(fake_model(256, 4, 256), limits(10, 0, 0), true);
   Sequence* chat = harness.add(prompt_of(1, 3, 30));
   harness.step();
   Sequence* document = harness.add(prompt_of(100, 45));
@@ -57,7 +48,7 @@ TEST(PartialPrefill, ALongPromptsChunksStayWithinTheThreshold) {
 }
 
 TEST(PartialPrefill, ShortPromptsPassALongOneWhenItHoldsTheOnlyLongSlot) {
-  SchedulerHarness harness(model(), limits(16, 3, 1), true);
+  SchedulerHarness harness(fake_model(256, 4, 256), limits(16, 3, 1), true);
   Sequence* first_long = harness.add(prompt_of(100, 60));
   Sequence* second_long = harness.add(prompt_of(200, 60));
   Sequence* short_a = harness.add(prompt_of(300, 8));
@@ -78,7 +69,7 @@ TEST(PartialPrefill, ShortPromptsPassALongOneWhenItHoldsTheOnlyLongSlot) {
 }
 
 TEST(PartialPrefill, NoLimitsKeepsEveryPromptInOneStep) {
-  SchedulerHarness harness(model(), limits(0, 0, 0, 128), true);
+  SchedulerHarness harness(fake_model(256, 4, 256), limits(0, 0, 0, 128), true);
   for (int i = 0; i < 6; ++i) harness.add(prompt_of(10 * i + 1, 20));
   harness.step();
   EXPECT_EQ(harness.last_batch_order.size(), 6u);
@@ -88,7 +79,7 @@ TEST(PartialPrefill, NoLimitsKeepsEveryPromptInOneStep) {
 }
 
 TEST(PartialPrefill, RefusesInconsistentLimits) {
-  FakeModelSpec spec = model();
+  FakeModelSpec spec = fake_model(256, 4, 256);
   BlockManager blocks(spec.num_blocks, spec.block_size, true);
   SchedulerOptions negative = limits(-1, 0, 0);
   negative.max_model_len = 64;

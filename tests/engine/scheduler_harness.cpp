@@ -87,6 +87,15 @@ std::vector<int32_t> SchedulerHarness::reference_output(const Sequence& seq) con
   return fake_reference_generate(seq.prompt(), seq.sampling, generation, spec);
 }
 
+FakeModelSpec fake_model(int32_t num_blocks, int32_t block_size, int32_t max_model_len) {
+  FakeModelSpec spec;
+  spec.vocab_size = 512;
+  spec.num_blocks = num_blocks;
+  spec.block_size = block_size;
+  spec.max_model_len = max_model_len;
+  return spec;
+}
+
 void expect_reference_outputs(const SchedulerHarness& harness) {
   for (const auto& seq : harness.sequences) {
     ASSERT_TRUE(seq->finished());

@@ -50,6 +50,9 @@ class SchedulerHarness {
   uint64_t next_id_ = 1;
 };
 
+// The fake model the scheduler tests drive: a 512-token vocabulary and a KV pool of num_blocks x block_size.
+FakeModelSpec fake_model(int32_t num_blocks = 64, int32_t block_size = 4, int32_t max_model_len = 128);
+
 // Every sequence of `harness` finished with the fake model's reference output (gtest expectations).
 void expect_reference_outputs(const SchedulerHarness& harness);
 

@@ -26,15 +26,6 @@ SequenceSpec seq_spec(std::vector<int32_t> prompt, int32_t max_tokens, bool igno
   return spec;
 }
 
-FakeModelSpec model(int32_t num_blocks = 64, int32_t block_size = 4, int32_t max_model_len = 128) {
-  FakeModelSpec spec;
-  spec.vocab_size = 512;
-  spec.num_blocks = num_blocks;
-  spec.block_size = block_size;
-  spec.max_model_len = max_model_len;
-  return spec;
-}
-
 SchedulerOptions options(int32_t max_num_seqs, int32_t max_num_batched_tokens, bool chunked = true,
                          SchedulingPolicy policy = SchedulingPolicy::kFcfs) {
   SchedulerOptions result;
@@ -46,7 +37,7 @@ SchedulerOptions options(int32_t max_num_seqs, int32_t max_num_batched_tokens, b
 }
 
 TEST(Scheduler, DecodesComeFirstAndPrefillChunksFillTheBudget) {
-  SchedulerHarness harness(model(), options(8, 16), true);
+  SchedulerHarness harness(fake_model(), options(8, 16), true);
   harness.add(seq_spec(tokens_from(1, 3), 40, true, 0));
   harness.add(seq_spec(tokens_from(5, 3), 40, true, 0));
   harness.step();  // both prompts (6 tokens)
@@ -63,7 +54,7 @@ TEST(Scheduler, DecodesComeFirstAndPrefillChunksFillTheBudget) {
 }
 
 TEST(Scheduler, WithoutChunkingAPromptWaitsForABudgetItFitsWhole) {
-  SchedulerHarness harness(model(), options(8, 128, false), true);
+  SchedulerHarness harness(fake_model(), options(8, 128, false), true);
   for (int i = 0; i < 5; ++i) harness.add(seq_spec(tokens_from(10 * i + 1, 30), 8));
   harness.step();
   EXPECT_EQ(harness.last_batch_order.size(), 4u);  // 4 x 30 tokens fit 128; the fifth waits whole
@@ -73,7 +64,7 @@ TEST(Scheduler, WithoutChunkingAPromptWaitsForABudgetItFitsWhole) {
 }
 
 TEST(Scheduler, MaxNumSeqsBoundsTheRunningSet) {
-  SchedulerHarness harness(model(), options(3, 64), true);
+  SchedulerHarness harness(fake_model(), options(3, 64), true);
   for (int i = 0; i < 7; ++i) harness.add(seq_spec(tokens_from(i + 1, 5), 6));
   harness.step();
   EXPECT_EQ(harness.scheduler.num_running(), 3);
@@ -83,7 +74,7 @@ TEST(Scheduler, MaxNumSeqsBoundsTheRunningSet) {
 
 TEST(Scheduler, PreemptsByRecomputeWhenBlocksRunOutAndStillMatchesTheReference) {
   // 12 blocks of 4 tokens: four sequences growing to 40 tokens cannot all stay resident.
-  SchedulerHarness harness(model(12, 4, 48), options(4, 64), true);
+  SchedulerHarness harness(fake_model(12, 4, 48), options(4, 64), true);
   for (int i = 0; i < 4; ++i) harness.add(seq_spec(tokens_from(20 * i + 1, 8), 32, true, 0));
   EXPECT_TRUE(harness.run_to_completion());
   EXPECT_GT(harness.scheduler.stats().preemptions, 0u);
@@ -92,7 +83,7 @@ TEST(Scheduler, PreemptsByRecomputeWhenBlocksRunOutAndStillMatchesTheReference) 
 }
 
 TEST(Scheduler, PriorityPolicyAdmitsLowerValuesFirst) {
-  SchedulerHarness harness(model(), options(1, 64, true, SchedulingPolicy::kPriority), true);
+  SchedulerHarness harness(fake_model(), options(1, 64, true, SchedulingPolicy::kPriority), true);
   Sequence* low = harness.add(seq_spec(tokens_from(1, 4), 2, true, 5));
   Sequence* high = harness.add(seq_spec(tokens_from(9, 4), 2, true, -1));
   harness.step();
@@ -103,7 +94,7 @@ TEST(Scheduler, PriorityPolicyAdmitsLowerValuesFirst) {
 }
 
 TEST(Scheduler, PriorityPreemptsRunningSequencesOfWorsePriority) {
-  SchedulerHarness harness(model(), options(1, 64, true, SchedulingPolicy::kPriority), true);
+  SchedulerHarness harness(fake_model(), options(1, 64, true, SchedulingPolicy::kPriority), true);
   Sequence* low = harness.add(seq_spec(tokens_from(1, 4), 12, true, 5));
   harness.step();
   harness.step();
@@ -122,7 +113,7 @@ TEST(Scheduler, PriorityPreemptsRunningSequencesOfWorsePriority) {
 }
 
 TEST(Scheduler, LpmServesTheLongestCachedPrefixFirst) {
-  SchedulerHarness harness(model(), options(1, 64, true, SchedulingPolicy::kLpm), true);
+  SchedulerHarness harness(fake_model(), options(1, 64, true, SchedulingPolicy::kLpm), true);
   harness.add(seq_spec(tokens_from(1, 17), 1));
   EXPECT_TRUE(harness.run_to_completion());
   Sequence* unrelated = harness.add(seq_spec(tokens_from(300, 17), 1));
@@ -138,7 +129,7 @@ TEST(Scheduler, LpmServesTheLongestCachedPrefixFirst) {
 TEST(Scheduler, SameStepSharedPrefixIsComputedOnce) {
   // Two requests with one 40-token prompt (two full blocks of 16) arrive together: the second waits one step, then maps
   // the first one's two blocks instead of computing them in the same step.
-  SchedulerHarness harness(model(64, 16), options(8, 256), true);
+  SchedulerHarness harness(fake_model(64, 16), options(8, 256), true);
   Sequence* first = harness.add(seq_spec(tokens_from(1, 40), 3, true));
   Sequence* second = harness.add(seq_spec(tokens_from(1, 40), 3, true));
   Sequence* other = harness.add(seq_spec(tokens_from(200, 40), 3, true));
@@ -153,7 +144,7 @@ TEST(Scheduler, SameStepSharedPrefixIsComputedOnce) {
 }
 
 TEST(Scheduler, SameStepSharedPrefixWithoutPrefixCachingRunsAtOnce) {
-  SchedulerHarness harness(model(64, 16), options(8, 256), false);
+  SchedulerHarness harness(fake_model(64, 16), options(8, 256), false);
   Sequence* first = harness.add(seq_spec(tokens_from(1, 40), 3, true));
   Sequence* second = harness.add(seq_spec(tokens_from(1, 40), 3, true));
   harness.step();
@@ -164,7 +155,7 @@ TEST(Scheduler, SameStepSharedPrefixWithoutPrefixCachingRunsAtOnce) {
 }
 
 TEST(Scheduler, StopConditions) {
-  FakeModelSpec spec = model();
+  FakeModelSpec spec = fake_model();
   spec.vocab_size = 8;  // eos (0) comes up often
   SchedulerHarness harness(spec, options(8, 64), true);
   Sequence* stops_on_eos = harness.add(seq_spec(tokens_from(1, 5), 50));
@@ -182,7 +173,7 @@ TEST(Scheduler, StopConditions) {
 }
 
 TEST(Scheduler, FinishFreesBlocksAtOnce) {
-  SchedulerHarness harness(model(), options(8, 64), true);
+  SchedulerHarness harness(fake_model(), options(8, 64), true);
   Sequence* seq = harness.add(seq_spec(tokens_from(1, 30), 50));
   harness.step();
   EXPECT_GT(harness.blocks.num_free_blocks(), 0);
@@ -193,7 +184,7 @@ TEST(Scheduler, FinishFreesBlocksAtOnce) {
 }
 
 TEST(Scheduler, ForkedSamplesSharePromptBlocks) {
-  SchedulerHarness harness(model(), options(8, 64), /*enable_prefix_caching=*/false);
+  SchedulerHarness harness(fake_model(), options(8, 64), /*enable_prefix_caching=*/false);
   SamplingParams sampled;
   sampled.temperature = 1.0f;
   sampled.seed = 7;
@@ -223,7 +214,7 @@ TEST(Scheduler, ForkedSamplesSharePromptBlocks) {
 }
 
 TEST(Scheduler, RejectsNonPositiveLimits) {
-  FakeModelSpec spec = model();
+  FakeModelSpec spec = fake_model();
   BlockManager blocks(spec.num_blocks, spec.block_size, true);
   SchedulerOptions bad = options(0, 64);
   bad.max_model_len = 64;

@@ -80,35 +80,45 @@ void dense_row(const TensorView& t, int64_t row, int64_t cols, float* out) {
 }
 
 // AWQ and GPTQ scales are F16 (checked when binding).
-float fp16_at(const TensorView& t, size_t index) {
+uint16_t half_bits_at(const TensorView& t, size_t index) {
   uint16_t bits;
   std::memcpy(&bits, t.data + index * 2, 2);
-  return fp16_to_float(bits);
+  return bits;
 }
 
-void awq_row(const AwqWeight& w, int64_t n, int64_t out_features, int64_t in_features, float* out) {
+void awq_codes(const AwqWeight& w, int64_t n, int64_t out_features, int64_t in_features, Int4Row& out) {
   const int64_t words = out_features / 8;
   const int shift_nibble = kAwqNibbleOfColumn[static_cast<size_t>(n % 8)];
   for (int64_t g = 0; g < in_features / w.group_size; ++g) {
-    const int z = nibble(word_at(w.qzeros, static_cast<size_t>(g * words + n / 8)), shift_nibble);
-    const float s = fp16_at(w.scales, static_cast<size_t>(g * out_features + n));
-    for (int64_t k = g * w.group_size; k < (g + 1) * w.group_size; ++k) {
-      const int q = nibble(word_at(w.qweight, static_cast<size_t>(k * words + n / 8)), shift_nibble);
-      out[k] = static_cast<float>(q - z) * s;
-    }
+    out.zeros[static_cast<size_t>(g)] =
+        static_cast<uint8_t>(nibble(word_at(w.qzeros, static_cast<size_t>(g * words + n / 8)), shift_nibble));
+    out.scales[static_cast<size_t>(g)] = half_bits_at(w.scales, static_cast<size_t>(g * out_features + n));
+  }
+  for (int64_t k = 0; k < in_features; ++k)
+    out.codes[static_cast<size_t>(k)] =
+        static_cast<uint8_t>(nibble(word_at(w.qweight, static_cast<size_t>(k * words + n / 8)), shift_nibble));
+}
+
+void gptq_codes(const GptqWeight& w, int64_t n, int64_t out_features, int64_t in_features, Int4Row& out) {
+  const int64_t zero_words = out_features / 8;
+  for (int64_t g = 0; g < in_features / w.group_size; ++g) {
+    out.zeros[static_cast<size_t>(g)] = static_cast<uint8_t>(
+        nibble(word_at(w.qzeros, static_cast<size_t>(g * zero_words + n / 8)), static_cast<int>(n % 8)) +
+        w.zero_offset);
+    out.scales[static_cast<size_t>(g)] = half_bits_at(w.scales, static_cast<size_t>(g * out_features + n));
+  }
+  for (int64_t k = 0; k < in_features; k += 8) {
+    const uint32_t word = word_at(w.qweight, static_cast<size_t>((k / 8) * out_features + n));
+    for (int j = 0; j < 8; ++j) out.codes[static_cast<size_t>(k + j)] = static_cast<uint8_t>(nibble(word, j));
   }
 }
 
-void gptq_row(const GptqWeight& w, int64_t n, int64_t out_features, int64_t in_features, float* out) {
-  const int64_t zero_words = out_features / 8;
-  for (int64_t g = 0; g < in_features / w.group_size; ++g) {
-    const int z =
-        nibble(word_at(w.qzeros, static_cast<size_t>(g * zero_words + n / 8)), static_cast<int>(n % 8)) + w.zero_offset;
-    const float s = fp16_at(w.scales, static_cast<size_t>(g * out_features + n));
-    for (int64_t k = g * w.group_size; k < (g + 1) * w.group_size; k += 8) {
-      const uint32_t word = word_at(w.qweight, static_cast<size_t>((k / 8) * out_features + n));
-      for (int j = 0; j < 8; ++j) out[k + j] = static_cast<float>(nibble(word, j) - z) * s;
-    }
+void int4_dequantized_row(const LinearWeight& w, int64_t n, float* out) {
+  Int4Row row;
+  int4_row(w, n, row);
+  for (int64_t k = 0; k < w.in_features; ++k) {
+    const size_t g = static_cast<size_t>(k / row.group_size);
+    out[k] = static_cast<float>(row.codes[static_cast<size_t>(k)] - row.zeros[g]) * fp16_to_float(row.scales[g]);
   }
 }
 
@@ -146,16 +156,40 @@ void dequantize_linear_rows(const LinearWeight& w, int64_t first_row, int64_t nu
         dense_row(w.dense(), n, w.in_features, row);
         break;
       case WeightFormat::kAwq:
-        awq_row(w.awq(), n, w.out_features, w.in_features, row);
-        break;
       case WeightFormat::kGptq:
-        gptq_row(w.gptq(), n, w.out_features, w.in_features, row);
+        int4_dequantized_row(w, n, row);
         break;
       case WeightFormat::kFp8Block:
         fp8_row(w.fp8(), n, w.in_features, row);
         break;
     }
   }
+}
+
+void int4_row(const LinearWeight& w, int64_t n, Int4Row& out) {
+  QINFER_CHECK(n >= 0 && n < w.out_features);
+  QINFER_CHECK(w.format() == WeightFormat::kAwq || w.format() == WeightFormat::kGptq, "not an int4 weight");
+  const int group_size = w.format() == WeightFormat::kAwq ? w.awq().group_size : w.gptq().group_size;
+  const size_t groups = static_cast<size_t>(w.in_features / group_size);
+  out.group_size = group_size;
+  out.codes.resize(static_cast<size_t>(w.in_features));
+  out.zeros.resize(groups);
+  out.scales.resize(groups);
+  if (w.format() == WeightFormat::kAwq)
+    awq_codes(w.awq(), n, w.out_features, w.in_features, out);
+  else
+    gptq_codes(w.gptq(), n, w.out_features, w.in_features, out);
+}
+
+std::vector<float> fp8_row_scales(const LinearWeight& weight, int64_t n) {
+  const Fp8BlockWeight& w = weight.fp8();
+  QINFER_CHECK(n >= 0 && n < weight.out_features);
+  const int64_t scale_cols = (weight.in_features + w.block_in - 1) / w.block_in;
+  const size_t scale_row = static_cast<size_t>((n / w.block_out) * scale_cols);
+  std::vector<float> scales(static_cast<size_t>(scale_cols));
+  for (int64_t b = 0; b < scale_cols; ++b)
+    scales[static_cast<size_t>(b)] = float_at(w.scale_inv, scale_row + static_cast<size_t>(b));
+  return scales;
 }
 
 }  // namespace qinfer

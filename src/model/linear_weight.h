@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <variant>
+#include <vector>
 
 #include "model/safetensors.h"
 
@@ -71,5 +72,18 @@ struct LinearWeight {
 // out [num_rows, in_features]. (q - z) * s is exact in fp32; e4m3 * scale_inv is one fp32 multiplication (exact for
 // BF16/F16 scales, rounded once for F32 ones).
 void dequantize_linear_rows(const LinearWeight& weight, int64_t first_row, int64_t num_rows, float* out);
+
+// One output row n of an int4 weight (AWQ or GPTQ) as its integers: W[n][k] = (codes[k] - zeros[g]) * scales[g] with
+// g = k / group_size. Zeros include GPTQ's zero_offset (so they lie in 0..16); scales are the checkpoint's F16 bits.
+struct Int4Row {
+  std::vector<uint8_t> codes;    // [in_features], 0..15
+  std::vector<uint8_t> zeros;    // [in_features / group_size]
+  std::vector<uint16_t> scales;  // [in_features / group_size] F16 bits
+  int group_size = 0;
+};
+void int4_row(const LinearWeight& weight, int64_t n, Int4Row& out);
+
+// The scale_inv of each block_in-wide block of row n of an FP8 weight, as fp32: [ceil(in_features / block_in)].
+std::vector<float> fp8_row_scales(const LinearWeight& weight, int64_t n);
 
 }  // namespace qinfer

@@ -2,26 +2,34 @@
 
 #include <chrono>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <span>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/quantized_weight_layout.h"
 #include "util/error.h"
 #include "util/half.h"
 #include "util/logging.h"
 #include "util/progress.h"
+#include "util/thread_pool.h"
 
 namespace qinfer::cuda {
 
 namespace {
 
-constexpr size_t kStagingBytes = 64u << 20;
+constexpr size_t kStagingBytes = 64u << 20;  // a multiple of 4: chunks split no bf16 element or packed word
 constexpr size_t kAlignment = 256;
 
 size_t align_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
-// One source tensor and where its bf16 copy goes in the device allocation.
+// One part of the device allocation: a dense tensor (converted to bf16 on the way) or packed quantized words.
 struct UploadItem {
-  const TensorView* source;
-  size_t device_offset;
+  const TensorView* dense = nullptr;
+  const std::vector<uint32_t>* words = nullptr;
+  size_t device_offset = 0;
+
+  size_t bytes() const { return dense ? static_cast<size_t>(dense->num_elements()) * 2 : words->size() * 4; }
 };
 
 // Converts `count` elements starting at element `first` of `view` to bf16 bits.
@@ -59,14 +67,16 @@ class StagedUploader {
     for (auto& event : done_) cudaEventDestroy(event);
   }
 
-  void upload(const TensorView& view, size_t device_offset) {
-    const size_t elements = static_cast<size_t>(view.num_elements());
-    const size_t chunk_elements = kStagingBytes / 2;
-    for (size_t first = 0; first < elements; first += chunk_elements) {
-      const size_t count = std::min(chunk_elements, elements - first);
+  void upload(const UploadItem& item) {
+    const size_t bytes = item.bytes();
+    for (size_t first = 0; first < bytes; first += kStagingBytes) {
+      const size_t count = std::min(kStagingBytes, bytes - first);
       CUDA_CHECK(cudaEventSynchronize(done_[next_]));
-      convert_to_bf16(view, first, count, staging_[next_].as<uint16_t>());
-      CUDA_CHECK(cudaMemcpyAsync(device_base_ + device_offset + first * 2, staging_[next_].data(), count * 2,
+      if (item.dense)
+        convert_to_bf16(*item.dense, first / 2, count / 2, staging_[next_].as<uint16_t>());
+      else
+        std::memcpy(staging_[next_].data(), reinterpret_cast<const std::byte*>(item.words->data()) + first, count);
+      CUDA_CHECK(cudaMemcpyAsync(device_base_ + item.device_offset + first, staging_[next_].data(), count,
                                  cudaMemcpyHostToDevice, stream_));
       CUDA_CHECK(cudaEventRecord(done_[next_], stream_));
       next_ = 1 - next_;
@@ -83,32 +93,67 @@ class StagedUploader {
   int next_ = 0;
 };
 
+// Where a linear's bytes sit in the device allocation: bf16 at offset, or packed words at offset and scales at
+// scales_offset.
+struct LinearPlacement {
+  size_t offset = 0;
+  size_t scales_offset = 0;
+  const PackedQuantizedLinear* packed = nullptr;
+};
+
 }  // namespace
 
 GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   const auto start = std::chrono::steady_clock::now();
   const ModelConfig& c = model.config;
   const Qwen3Weights& w = model.weights;
-  if (has_quantized_linears(w))
-    throw Error(ErrorKind::kUnsupported,
-                "the CUDA backend has no kernels for " + std::string(quant_method_name(c.quantization.method)) +
-                    " weights yet; run this model with --device cpu (the fp32 reference backend)");
   std::vector<UploadItem> items;
   size_t total = 0;
   // Packs the tensors given one after another (as bf16) and returns where the first one starts.
-  auto place = [&](std::initializer_list<const TensorView*> parts) {
+  auto place = [&](const std::vector<const TensorView*>& parts) {
     const size_t offset = total;
     size_t bytes = 0;
     for (const TensorView* part : parts) {
-      items.push_back({part, offset + bytes});
-      bytes += static_cast<size_t>(part->num_elements()) * 2;
+      items.push_back({.dense = part, .device_offset = offset + bytes});
+      bytes += items.back().bytes();
     }
     total = align_up(total + bytes);
     return offset;
   };
+  // A linear fused from `parts` along its outputs: dense parts as bf16, quantized ones repacked for the kernels.
+  std::deque<PackedQuantizedLinear> packed_linears;  // stable addresses for the upload items
+  std::unique_ptr<ThreadPool> pool;
+  size_t max_quantized_elements = 0;
+  auto place_linear = [&](const std::vector<const qinfer::LinearWeight*>& parts) {
+    LinearPlacement placement;
+    if (!is_quantized(*parts.front())) {
+      std::vector<const TensorView*> dense;
+      for (const qinfer::LinearWeight* part : parts) {
+        if (is_quantized(*part))
+          throw Error(ErrorKind::kUnsupported, "CUDA backend: a fused linear mixes dense and quantized parts ('" +
+                                                   parts.front()->dense().name +
+                                                   "' is dense); quantize all or none of them");
+        dense.push_back(&part->dense());
+      }
+      placement.offset = place(dense);
+      return placement;
+    }
+    if (!pool) pool = std::make_unique<ThreadPool>(0);
+    const PackedQuantizedLinear& packed = packed_linears.emplace_back(pack_quantized_linear(parts, *pool));
+    placement.packed = &packed;
+    placement.offset = total;
+    items.push_back({.words = &packed.weight, .device_offset = total});
+    total = align_up(total + packed.weight.size() * 4);
+    placement.scales_offset = total;
+    items.push_back({.words = &packed.scales, .device_offset = total});
+    total = align_up(total + packed.scales.size() * 4);
+    max_quantized_elements = std::max(max_quantized_elements, static_cast<size_t>(packed.n) * packed.k);
+    return placement;
+  };
 
   struct LayerOffsets {
-    size_t input_norm, qkv, q_norm, k_norm, o_proj, post_attn_norm, gate_up, down;
+    size_t input_norm, q_norm, k_norm, post_attn_norm;
+    LinearPlacement qkv, o_proj, gate_up, down;
   };
   const size_t embed_offset = place({&w.embed_tokens});
   const bool tied = w.lm_head.data == w.embed_tokens.data;
@@ -118,13 +163,13 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   for (const Qwen3LayerWeights& l : w.layers) {
     LayerOffsets o;
     o.input_norm = place({&l.input_norm});
-    o.qkv = place({&l.q_proj.dense(), &l.k_proj.dense(), &l.v_proj.dense()});
+    o.qkv = place_linear({&l.q_proj, &l.k_proj, &l.v_proj});
     o.q_norm = place({&l.q_norm});
     o.k_norm = place({&l.k_norm});
-    o.o_proj = place({&l.o_proj.dense()});
+    o.o_proj = place_linear({&l.o_proj});
     o.post_attn_norm = place({&l.post_attn_norm});
-    o.gate_up = place({&l.gate_proj.dense(), &l.up_proj.dense()});
-    o.down = place({&l.down_proj.dense()});
+    o.gate_up = place_linear({&l.gate_proj, &l.up_proj});
+    o.down = place_linear({&l.down_proj});
     layer_offsets.push_back(o);
   }
 
@@ -133,10 +178,26 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   gpu.bytes = total;
   auto* base = static_cast<std::byte*>(gpu.storage.data());
   auto at = [&](size_t offset) { return reinterpret_cast<const __nv_bfloat16*>(base + offset); };
-  auto linear = [&](size_t offset, int n, int k) { return LinearWeight{WeightFormat::kBf16, at(offset), n, k}; };
+  auto words_at = [&](size_t offset) { return reinterpret_cast<const uint32_t*>(base + offset); };
+  auto linear = [&](const LinearPlacement& placement, int n, int k) {
+    cuda::LinearWeight weight{.n = n, .k = k};
+    if (!placement.packed) {
+      weight.bf16 = at(placement.offset);
+      return weight;
+    }
+    weight.format = WeightFormat::kQuantized;
+    weight.quantized = {.format = placement.packed->format,
+                        .weight = words_at(placement.offset),
+                        .scales = words_at(placement.scales_offset),
+                        .group_size = placement.packed->group_size,
+                        .n = n,
+                        .k = k};
+    return weight;
+  };
   const int hidden = c.hidden_size, inter = c.intermediate_size;
   gpu.embed = at(embed_offset);
-  gpu.lm_head = linear(lm_head_offset, c.vocab_size, hidden);
+  gpu.lm_head = cuda::LinearWeight{.bf16 = at(lm_head_offset), .n = c.vocab_size, .k = hidden};
+  gpu.max_quantized_elements = max_quantized_elements;
   gpu.final_norm = at(final_norm_offset);
   for (const LayerOffsets& o : layer_offsets) {
     GpuLayerWeights& l = gpu.layers.emplace_back();
@@ -153,14 +214,16 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   StagedUploader uploader(base, stream);
   ProgressReporter progress("uploading weights", static_cast<int64_t>(total));
   for (const UploadItem& item : items) {
-    uploader.upload(*item.source, item.device_offset);
-    progress.advance(item.source->num_elements() * 2);
+    uploader.upload(item);
+    progress.advance(static_cast<int64_t>(item.bytes()));
   }
   uploader.finish();
   progress.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  spdlog::info("weights on the GPU: {:.2f} GiB in {:.2f} s ({} layers, {})", static_cast<double>(total) / (1u << 30),
-               seconds, c.num_layers, tied ? "tied embeddings" : "separate lm_head");
+  spdlog::info("weights on the GPU: {:.2f} GiB in {:.2f} s ({} layers, {}, linears {})",
+               static_cast<double>(total) / (1u << 30), seconds, c.num_layers,
+               tied ? "tied embeddings" : "separate lm_head",
+               packed_linears.empty() ? "bf16" : std::string(quant_method_name(c.quantization.method)));
   return gpu;
 }
 

@@ -1,4 +1,5 @@
-// The model's weights in device memory, bf16, with q/k/v fused into one [q+2kv, hidden] matrix and gate/up into one
+// The model's weights in device memory: norms and embeddings bf16, linears bf16 or packed quantized
+// (quantized_weight_layout.h), with q/k/v fused into one [q+2kv, hidden] matrix and gate/up into one
 // [2*intermediate, hidden] matrix so that each decode layer streams few, large weights.
 #pragma once
 
@@ -29,12 +30,14 @@ struct GpuWeights {
   std::vector<GpuLayerWeights> layers;
   const __nv_bfloat16* embed = nullptr;       // [vocab, hidden]
   const __nv_bfloat16* final_norm = nullptr;  // [hidden]
-  LinearWeight lm_head;                       // [vocab, hidden]; the embedding's bytes when tied
+  LinearWeight lm_head;                       // [vocab, hidden] bf16; the embedding's bytes when tied
   size_t bytes = 0;
+  size_t max_quantized_elements = 0;  // the largest n * k of a quantized linear (0: none)
 };
 
-// Copies the model's weights to the device through pinned staging buffers (converting F32/F16 to bf16 on the way),
-// logging progress. Throws Error(kOutOfMemory) when they do not fit.
+// Copies the model's weights to the device through pinned staging buffers (converting F32/F16 to bf16 on the way,
+// repacking quantized linears on the host's cores), logging progress. Throws Error(kOutOfMemory) when they do not fit,
+// Error(kUnsupported) for quantized layouts the kernels cannot run (pack_quantized_linear).
 GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream);
 
 }  // namespace qinfer::cuda

@@ -31,6 +31,13 @@ LinearRoute route_linears(const DecodeAttentionParams& decode, const DeviceCapab
 void LinearLayers::multiply(const LinearWeight& w, const __nv_bfloat16* x, int rows, void* y, bool y_fp32,
                             const LinearRoute& route, const KernelStream& stream) {
   if (rows == 0) return;
+  if (w.format == WeightFormat::kQuantized) {
+    if (rows <= kQuantizedGemvMaxRows)
+      launch_quantized_gemv({.x = x, .weight = w.quantized, .y = y, .y_fp32 = y_fp32, .num_rows = rows}, stream);
+    else
+      gemm_.matmul(x, bf16_weight(w, stream), y, y_fp32, rows, w.n, w.k, stream.stream);
+    return;
+  }
   if (rows <= route.gemv_rows) {
     GemvParams gemv;
     gemv.x = x, gemv.weight = w.bf16, gemv.y = y, gemv.y_fp32 = y_fp32, gemv.num_rows = rows, gemv.n = w.n,
@@ -45,7 +52,11 @@ void LinearLayers::multiply_swiglu(const LinearWeight& gate_up, const __nv_bfloa
                                    __nv_bfloat16* scratch, __nv_bfloat16* y, const LinearRoute& route,
                                    const KernelStream& stream) {
   if (rows == 0) return;
-  if (rows <= route.gemv_rows) {  // SwiGLU in the GEMV's epilogue: one kernel less per layer
+  if (gate_up.format == WeightFormat::kQuantized && rows <= kQuantizedGemvMaxRows) {
+    launch_quantized_gemv({.x = x, .weight = gate_up.quantized, .y = y, .num_rows = rows, .swiglu = true}, stream);
+    return;
+  }
+  if (gate_up.format == WeightFormat::kBf16 && rows <= route.gemv_rows) {  // SwiGLU in the GEMV's epilogue
     GemvParams gemv;
     gemv.x = x, gemv.weight = gate_up.bf16, gemv.y = y, gemv.num_rows = rows, gemv.n = gate_up.n, gemv.k = gate_up.k;
     gemv.swiglu = true;
@@ -66,7 +77,7 @@ void LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, 
       if (shape.tune) {
         // Every bucket's algorithm is the fastest of the heuristic's first few: 3-6 % faster than the first choice
         // on the prefill shapes, 3 % on the 64-sequence decode step (docs/CUDA_DESIGN.md, "cuBLASLt").
-        gemm_.tune(shape.x, w.bf16, shape.y, shape.y_fp32, rows, w.n, w.k, stream.stream);
+        gemm_.tune(shape.x, bf16_weight(w, stream), shape.y, shape.y_fp32, rows, w.n, w.k, stream.stream);
       } else if (bucket == first_bucket || bucket / 2 < max_sequences) {
         multiply(w, shape.x, std::min(bucket, max_sequences), shape.y, shape.y_fp32, {kGemvRowLimit}, stream);
       }
@@ -74,6 +85,20 @@ void LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, 
     if (rows == max_rows) break;
   }
   CUDA_CHECK(cudaStreamSynchronize(stream.stream));
+}
+
+size_t LinearLayers::reserve_dequantized(size_t elements) {
+  if (elements == 0) return 0;
+  dequantized_ = DeviceBuffer(elements * sizeof(__nv_bfloat16), "dequantized weight scratch");
+  return dequantized_.bytes();
+}
+
+const __nv_bfloat16* LinearLayers::bf16_weight(const LinearWeight& w, const KernelStream& stream) {
+  if (w.format == WeightFormat::kBf16) return w.bf16;
+  QINFER_CHECK(dequantized_.bytes() >= static_cast<size_t>(w.n) * w.k * sizeof(__nv_bfloat16),
+               "the dequantized weight scratch is smaller than a quantized linear");
+  launch_dequantize_weight(w.quantized, dequantized_.as<__nv_bfloat16>(), stream);
+  return dequantized_.as<__nv_bfloat16>();
 }
 
 }  // namespace qinfer::cuda

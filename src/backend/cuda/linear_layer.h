@@ -1,7 +1,9 @@
 // Linear layers: a weight on the device and how it is multiplied, y[rows, n] = x[rows, k] · Wᵀ with bf16
-// activations. The weight's format and the step's row count decide the kernel, in one place (route_linear below):
-// the bf16 GEMV for one row, the tensor-core GEMV for 2-4 rows next to the register decode attention, cuBLASLt
-// beyond. Quantised formats (and later tensor-parallel shards) are further formats of LinearWeight.
+// activations. The weight's format and the step's row count decide the kernel, in one place (LinearLayers::multiply):
+// bf16 weights take the GEMV for one row, the tensor-core GEMV for 2-4 rows next to the register decode attention
+// (route_linears), cuBLASLt beyond; quantized weights (int4, fp8) take the quantized tensor-core GEMV up to
+// kQuantizedGemvMaxRows rows and, beyond, are dequantized to bf16 into a scratch matrix that cuBLASLt multiplies.
+// Tensor-parallel shards would be a further format.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,16 +11,19 @@
 #include <vector>
 
 #include "backend/cuda/cublaslt_gemm.h"
+#include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_capabilities.h"
 #include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/quantized_gemv.h"
 
 namespace qinfer::cuda {
 
-enum class WeightFormat { kBf16 };
+enum class WeightFormat { kBf16, kQuantized };
 
 struct LinearWeight {
   WeightFormat format = WeightFormat::kBf16;
   const __nv_bfloat16* bf16 = nullptr;  // kBf16: [n, k] row-major
+  QuantizedWeightView quantized{};      // kQuantized: packed int4 or fp8 (quantized_weight_layout.h)
   int n = 0;                            // output features
   int k = 0;                            // input features
 };
@@ -64,8 +69,16 @@ class LinearLayers {
   // bounds the rows of shapes with tune == false (lm_head: one row per sampled sequence). Synchronises the stream.
   void warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, int max_sequences, const KernelStream& stream);
 
+  // Allocates the bf16 matrix quantized weights are dequantized into for cuBLASLt: `elements` = the largest n * k of
+  // a quantized linear (none: no allocation). Returns its bytes.
+  size_t reserve_dequantized(size_t elements);
+
  private:
+  // The weight as bf16 [n, k]: its own bytes, or (quantized) dequantized into dequantized_ on the stream.
+  const __nv_bfloat16* bf16_weight(const LinearWeight& weight, const KernelStream& stream);
+
   CublasLtGemm gemm_;
+  DeviceBuffer dequantized_;
 };
 
 }  // namespace qinfer::cuda

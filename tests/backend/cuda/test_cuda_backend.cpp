@@ -14,6 +14,7 @@
 #include "backend/factory.h"
 #include "backend/sampling.h"
 #include "gpu_test_util.h"
+#include "model/quantization_config.h"
 #include "model/test_model.h"
 #include "testing/batch_test_util.h"
 
@@ -48,11 +49,24 @@ std::vector<int32_t> concat(std::initializer_list<std::span<const int32_t>> part
   return all;
 }
 
+// A parity model: a test-model preset, with ":awq", ":gptq" or ":fp8" its linears quantized in that checkpoint format
+// (groups of 64, which divide every k of the tiny presets).
+ModelConfig parity_model_config(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  ModelConfig config = test_model_preset(spec.substr(0, colon));
+  const std::string format = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (format == "awq") config.quantization = awq_quantization(64);
+  if (format == "gptq") config.quantization = gptq_quantization(64);
+  if (format == "fp8") config.quantization = fp8_block_quantization();
+  return config;
+}
+
+// Parameters: the parity model (parity_model_config) and the KV cache dtype.
 class CudaBackendParityTest : public ::testing::TestWithParam<std::tuple<const char*, KvCacheDtype>> {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_GPU();
-    model_ = std::make_shared<LoadedModel>(make_dummy_model(test_model_preset(std::get<0>(GetParam())), 3, nullptr));
+    model_ = std::make_shared<LoadedModel>(make_dummy_model(parity_model_config(std::get<0>(GetParam())), 3, nullptr));
     BackendOptions o;
     o.kv_cache_dtype = std::get<1>(GetParam());
     o.max_model_len = 512;
@@ -275,14 +289,24 @@ TEST_P(CudaBackendParityTest, RejectsMalformedBatch) {
 
 TEST_P(CudaBackendParityTest, ReportsTheKvCacheDtype) { EXPECT_EQ(gpu_->kv_cache().dtype, std::get<1>(GetParam())); }
 
+std::string parity_test_name(const ::testing::TestParamInfo<std::tuple<const char*, KvCacheDtype>>& info) {
+  std::string name = std::get<0>(info.param);
+  std::replace(name.begin(), name.end(), '-', '_');
+  std::replace(name.begin(), name.end(), ':', '_');
+  return name + (std::get<1>(info.param) == KvCacheDtype::kFp8E4m3 ? "_fp8" : "_bf16");
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, CudaBackendParityTest,
                          ::testing::Combine(::testing::Values("tiny", "tiny-untied"),
                                             ::testing::Values(KvCacheDtype::kBf16, KvCacheDtype::kFp8E4m3)),
-                         [](const ::testing::TestParamInfo<std::tuple<const char*, KvCacheDtype>>& info) {
-                           std::string name = std::get<0>(info.param);
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name + (std::get<1>(info.param) == KvCacheDtype::kFp8E4m3 ? "_fp8" : "_bf16");
-                         });
+                         parity_test_name);
+// Quantized checkpoints: prefill rows on dequantized bf16 weights through cuBLASLt, decode rows on the quantized
+// tensor-core GEMV, against the CPU reference on the same (exactly dequantized) weights.
+INSTANTIATE_TEST_SUITE_P(QuantizedWeights, CudaBackendParityTest,
+                         ::testing::Combine(::testing::Values("tiny:awq", "tiny-untied:awq", "tiny:gptq",
+                                                              "tiny-untied:fp8", "tiny:fp8"),
+                                            ::testing::Values(KvCacheDtype::kBf16)),
+                         parity_test_name);
 
 // Four sequences past the register kernel's context limit (decode_attention_register_context): their decode step runs
 // a ring decode attention kernel (bulk copy on Hopper builds) with the 4-row linears on cuBLASLt, while each sequence

@@ -10,7 +10,7 @@
 #   QUICK=1: tests, kernel bench and latency only (no serve smoke, no throughput runs); PROFILE=1: also an Nsight
 #   Systems kernel summary of a batch-1 1 K run when nsys is installed; PARITY=1: tools/hf_parity_4b.py (the full-size
 #   random 4B against transformers, per flavour; PARITY_WORK: where its 8 GB checkpoint goes, default /tmp/parity4b).
-#   Full logs go to LOG_DIR/FLAVOUR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log, and LOG_DIR/system.log
+#   The latency cases include AWQ and FP8 weights (--quantization on the dummy 4B). Full logs go to LOG_DIR/FLAVOUR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log, and LOG_DIR/system.log
 #   (GPU, driver, clocks, ldd). The last lines printed are the kernel table and a summary table.
 set -uo pipefail
 log_root=${1:?usage: tools/gpu-run.sh LOG_DIR [BIN_DIR | FLAVOUR=BIN_DIR ...]}
@@ -133,6 +133,13 @@ if [[ -n $qinfer ]]; then
   run_latency b1_8k 1 8192 16
   run_latency b64_512 64 512 128
   run_latency b64_512_fp8kv 64 512 128 --kv-cache-dtype fp8
+  # Quantized weights (dummy 4B weights quantized at load: AWQ int4 groups of 128, FP8 blocks of 128).
+  for method in awq fp8; do
+    run_latency "${method}_b1_1k" 1 1024 128 --quantization "$method"
+    [[ $first_flavour -eq 1 ]] || continue
+    run_latency "${method}_b1_8k" 1 8192 16 --quantization "$method"
+    run_latency "${method}_b64_512" 64 512 128 --quantization "$method"
+  done
   if [[ $first_flavour -eq 1 ]]; then
     run_latency b1_512 1 512 16
     run_latency b4_1k 4 1024 128

@@ -35,12 +35,12 @@ std::string Bench::rate_text(const Row& r, const char* separator) {
 
 }  // namespace qinfer::cuda::bench
 
-// Optional argument: run only one group of cases (copy, linear, gemm, decode_attention, prefill_attention,
-// small_ops, kv_gather, sampling); the copy ceiling always runs first. `decode_attention SEQUENCES CONTEXT
-// [TOKENS_PER_SPLIT...]` runs that one case (for profilers), the fp8 kernel also with each split size given, as does
-// `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES [CONTEXT]]` (not in the default run)
-// break one step down by kernel, the latter after timing every decode linear at 8, 64 and 128 rows (GEMV where it
-// applies, cuBLASLt).
+// Optional argument: run only one group of cases (copy, linear, quantized (every warp count when named), gemm,
+// decode_attention, prefill_attention, small_ops, kv_gather, sampling); the copy ceiling always runs first.
+// `decode_attention SEQUENCES CONTEXT [TOKENS_PER_SPLIT...]` runs that one case (for profilers), the fp8 kernel also
+// with each split size given, as does `prefill_attention LENGTH`; `prefill_step [TOKENS]` and `decode_step [SEQUENCES
+// [CONTEXT]]` (not in the default run) break one step down by kernel, the latter after timing every decode linear at 8,
+// 64 and 128 rows (GEMV where it applies, cuBLASLt).
 int main(int argc, char** argv) {
   using qinfer::cuda::DeviceSamplingParams;
   using qinfer::cuda::bench::Bench;
@@ -64,6 +64,17 @@ int main(int argc, char** argv) {
     bench.linear("gate_up", 2 * 9728, 2560, decode_rows, true, true);
     bench.linear("down", 2560, 9728, decode_rows, true);
     bench.linear("lm_head", 151936, 2560, {1, 2, 16}, false);
+  }
+  if (wants("quantized")) {  // the 4B's decode linears over int4 and fp8 weights
+    using qinfer::cuda::QuantizedFormat;
+    const std::vector<int> decode_rows = {1, 2, 4, 8, 16, 64};
+    const bool sweep = only == "quantized";
+    for (const QuantizedFormat format : {QuantizedFormat::kInt4, QuantizedFormat::kFp8Block}) {
+      bench.quantized_linear("qkv", format, 6144, 2560, decode_rows, sweep);
+      bench.quantized_linear("o_proj", format, 2560, 4096, decode_rows, sweep);
+      bench.quantized_linear("gate_up", format, 2 * 9728, 2560, decode_rows, sweep, true);
+      bench.quantized_linear("down", format, 2560, 9728, decode_rows, sweep);
+    }
   }
   if (wants("gemm")) {
     for (int m : {8192, 1024}) {

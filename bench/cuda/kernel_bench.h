@@ -26,8 +26,10 @@
 #include "backend/cuda/kernels/kv_dequant_gather.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
+#include "backend/cuda/kernels/quantized_gemv.h"
 #include "backend/cuda/kernels/sampling.h"
 #include "backend/cuda/kernels/swiglu.h"
+#include "backend/cuda/quantized_weight_layout.h"
 #include "bench_timer.h"
 #include "fill_random.h"
 
@@ -63,6 +65,10 @@ class Bench {
   // kernel ends in SwiGLU (cuBLASLt followed by the SwiGLU kernel).
   void linear(const char* name, int n, int k, const std::vector<int>& rows_list, bool sweep_mma = false,
               bool swiglu = false);
+  // The same over a quantized weight of `format` (groups of 128): the quantized GEMV (its default launch shape, or
+  // every one with sweep_shapes) for rows up to 16, and dequantize + cuBLASLt for every row count.
+  void quantized_linear(const char* name, QuantizedFormat format, int n, int k, const std::vector<int>& rows_list,
+                        bool sweep_shapes = false, bool swiglu = false);
   // Prefill GEMM rate at large M.
   void prefill_gemm(const char* name, int m, int n, int k);
   // A paged KV pool for `sequences` sequences of `context` tokens; block tables scattered over the pool, or in pool

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "backend/backend.h"
 #include "backend/factory.h"
@@ -182,8 +183,11 @@ void run_latency(const LatencyFlags& f) {
   const double median = steps.empty() ? 0 : steps[steps.size() / 2];
   double mean = 0;
   for (double s : steps) mean += s / static_cast<double>(steps.size());
-  // Bytes one decode step must read: every weight once (bf16) plus each sequence's K and V at its mean context.
-  const double weight_bytes = static_cast<double>(c.num_parameters()) * 2;
+  // Bytes one decode step must read: every weight once, as the backend holds it (bf16, or packed quantized codes and
+  // their scales), plus each sequence's K and V at its mean context.
+  const std::optional<int64_t> held_weights = backend->memory_plan().weights;
+  const double weight_bytes =
+      held_weights ? static_cast<double>(*held_weights) : static_cast<double>(c.num_parameters()) * 2;
   const double mean_context = f.input_len + (f.output_len - 1) / 2.0;
   // KV bytes per (token, layer, K or V): one vector per KV head, as the GPU stores it.
   const KvCacheShape kv = backend->kv_cache();

@@ -1,6 +1,9 @@
-// The floor under server_bench's "HTTP CPU per streamed token": the least a thread-per-connection server does per
-// token. A writer thread waits on a condition variable for a token, then does what cpp-httplib does per SSE chunk (two
-// zero-timeout polls and one send of a ~236-byte chunk) to a loopback TCP reader. Prints the writer's CPU per token.
+// A floor to hold server_bench's "HTTP CPU per streamed token" against: the least a server that wakes one thread per
+// stream does per token. A writer thread waits on a condition variable for a token, polls the socket twice (zero
+// timeout) and sends one ~236-byte chunk to a loopback TCP reader. Prints the writer's CPU per token. qinfer's HTTP
+// layer (Boost.Beast on Asio event loops) does not wake a thread per stream: the engine thread posts the stream's
+// handler to its event loop, which writes the chunk with one send and no polls; the loopback send, which runs the
+// receiver's TCP path in the sender's context, is the part both pay.
 // usage: stream_floor_bench [tokens]
 #include <netinet/in.h>
 #include <netinet/tcp.h>

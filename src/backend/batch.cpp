@@ -34,8 +34,7 @@ void validate_batch(const Batch& batch, const ModelConfig& config, const KvCache
       if (b < 0 || b >= kv.num_blocks) fail(seq + "block id " + std::to_string(b) + " out of range");
     if (s.sample) {
       if (!s.sampling) fail(seq + "sample is set but sampling params are missing");
-      std::string error = s.sampling->validate(config.vocab_size);
-      if (!error.empty()) fail(seq + error);
+      if (std::optional<Error> refused = s.sampling->validate(config.vocab_size)) fail(seq + refused->what());
       if (!s.allowed_tokens.empty() && s.allowed_tokens.size() != static_cast<size_t>((config.vocab_size + 31) / 32))
         fail(seq + "allowed_tokens has " + std::to_string(s.allowed_tokens.size()) + " words, the vocabulary needs " +
              std::to_string((config.vocab_size + 31) / 32));

@@ -8,22 +8,25 @@
 
 namespace qinfer {
 
-std::string SamplingParams::validate(int vocab_size) const {
+std::optional<Error> SamplingParams::validate(int vocab_size) const {
+  auto refused = [](const char* field, const std::string& range, auto value) {
+    return Error(ErrorKind::kInvalidArgument,
+                 std::string(field) + " must be " + range + ", got " + std::to_string(value), field);
+  };
   if (!std::isfinite(temperature) || temperature < 0.0f || temperature > 100.0f)
-    return "temperature must be in [0, 100], got " + std::to_string(temperature);
+    return refused("temperature", "in [0, 100]", temperature);
   if (top_k < -1 || top_k > vocab_size)
-    return "top_k must be -1, 0 or in [1, " + std::to_string(vocab_size) + "], got " + std::to_string(top_k);
-  if (!(top_p > 0.0f && top_p <= 1.0f)) return "top_p must be in (0, 1], got " + std::to_string(top_p);
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) return "min_p must be in [0, 1], got " + std::to_string(min_p);
+    return refused("top_k", "-1, 0 or in [1, " + std::to_string(vocab_size) + "]", top_k);
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return refused("top_p", "in (0, 1]", top_p);
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return refused("min_p", "in [0, 1]", min_p);
   if (!(repetition_penalty > 0.0f && repetition_penalty <= 10.0f))
-    return "repetition_penalty must be in (0, 10], got " + std::to_string(repetition_penalty);
+    return refused("repetition_penalty", "in (0, 10]", repetition_penalty);
   if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f))
-    return "presence_penalty must be in [-2, 2], got " + std::to_string(presence_penalty);
+    return refused("presence_penalty", "in [-2, 2]", presence_penalty);
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f))
-    return "frequency_penalty must be in [-2, 2], got " + std::to_string(frequency_penalty);
-  if (num_top_logprobs < 0 || num_top_logprobs > 20)
-    return "top_logprobs must be in [0, 20], got " + std::to_string(num_top_logprobs);
-  return {};
+    return refused("frequency_penalty", "in [-2, 2]", frequency_penalty);
+  if (num_top_logprobs < 0 || num_top_logprobs > 20) return refused("top_logprobs", "in [0, 20]", num_top_logprobs);
+  return std::nullopt;
 }
 
 std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {

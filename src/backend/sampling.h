@@ -4,10 +4,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "util/error.h"
 
 namespace qinfer {
 
@@ -26,8 +29,9 @@ struct SamplingParams {
   bool has_penalties() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }
-  // Empty when valid, else a message naming the field (for 400 responses and CLI errors).
-  std::string validate(int vocab_size) const;
+  // Empty when valid, else Error(kInvalidArgument) with the field set and named in the message (for 400 responses and
+  // CLI errors).
+  std::optional<Error> validate(int vocab_size) const;
 };
 
 struct TokenLogprob {

@@ -31,7 +31,7 @@ SamplingParams sampling_params_from_flags(const SamplingFlags& f, const Sampling
   sp.frequency_penalty = f.frequency_penalty;
   sp.seed = f.seed;
   sp.num_top_logprobs = f.logprobs;
-  if (std::string e = sp.validate(vocab_size); !e.empty()) throw Error(ErrorKind::kInvalidArgument, e);
+  if (std::optional<Error> refused = sp.validate(vocab_size)) throw *refused;
   return sp;
 }
 

@@ -42,6 +42,7 @@ class FieldReader {
   FieldReader(const nlohmann::json& j, const std::filesystem::path& file) : j_(j), file_(file) {}
 
   std::string where(const std::string& field) const { return file_.string() + ": quantization_config." + field; }
+  const std::filesystem::path& file() const { return file_; }
   [[noreturn]] void unsupported(const std::string& field, const std::string& what) const {
     throw Error(ErrorKind::kUnsupported, where(field) + " " + what);
   }
@@ -196,8 +197,8 @@ void parse_fp8(FieldReader& r, QuantizationConfig& q) {
   const auto& block = r.json()["weight_block_size"];
   if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() || !block[1].is_number_integer())
     r.malformed("weight_block_size", "must be a list of two integers, got " + block.dump());
-  q.block_out = block[0].get<int>();
-  q.block_in = block[1].get<int>();
+  q.block_out = json_integer<int32_t>(block[0], "quantization_config.weight_block_size", r.file());
+  q.block_in = json_integer<int32_t>(block[1], "quantization_config.weight_block_size", r.file());
   if (q.block_out != 128 || q.block_in != 128)
     r.unsupported("weight_block_size", block.dump() + " is not supported ([128, 128] only)");
   std::string scale_fmt = lower(r.get_or<std::string>({"scale_fmt"}, "float"));

@@ -1,8 +1,5 @@
 #include "server/api_error.h"
 
-#include <array>
-#include <string_view>
-
 namespace qinfer::server {
 
 nlohmann::json ApiError::to_json() const {
@@ -20,30 +17,9 @@ ApiError api_error_from(const Error& error) {
   switch (error.kind()) {
     case ErrorKind::kInvalidArgument:
     case ErrorKind::kFormat:
-    case ErrorKind::kUnsupported: {
-      // The engine's and the sampler's messages start with the field they refuse ("top_p must be ...").
-      static constexpr std::array<std::string_view, 15> kFields = {"temperature",
-                                                                   "top_k",
-                                                                   "top_p",
-                                                                   "min_p",
-                                                                   "repetition_penalty",
-                                                                   "presence_penalty",
-                                                                   "frequency_penalty",
-                                                                   "top_logprobs",
-                                                                   "max_tokens",
-                                                                   "n",
-                                                                   "stop_token_ids",
-                                                                   "prompt",
-                                                                   "stop",
-                                                                   "each",
-                                                                   "priority"};
-      std::string_view message = error.what();
-      std::string_view first = message.substr(0, message.find(' '));
-      std::optional<std::string> param;
-      for (std::string_view field : kFields)
-        if (first == field) param = first == "each" ? "stop" : std::string(first);
-      return ApiError(400, "invalid_request_error", error.what(), param);
-    }
+    case ErrorKind::kUnsupported:
+      return ApiError(400, "invalid_request_error", error.what(),
+                      error.field().empty() ? std::nullopt : std::optional<std::string>(error.field()));
     case ErrorKind::kNotFound:
       return ApiError(404, "not_found_error", error.what());
     case ErrorKind::kOutOfMemory:

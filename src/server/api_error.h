@@ -39,8 +39,8 @@ class ApiError : public std::runtime_error {
 // 400 invalid_request_error naming the offending field.
 ApiError invalid_field(const std::string& param, const std::string& message);
 
-// Maps a typed qinfer::Error to its HTTP status (400 bad input, 404 not found, 503 unavailable, 500 otherwise). For
-// kInvalidArgument the param is taken from the message's first word when it names a request field.
+// Maps a typed qinfer::Error to its HTTP status (400 bad input, 404 not found, 503 unavailable, 500 otherwise); a 400's
+// param is the error's field (Error::field()), null when it has none.
 ApiError api_error_from(const Error& error);
 
 }  // namespace qinfer::server

@@ -42,6 +42,26 @@ std::vector<int32_t> build_prompt(const CompletionWork& work, const ModelRuntime
   return prompt;
 }
 
+// The engine names a refused field as GenerationRequest spells it; the client sent the endpoint's own name for it: a
+// chat's prompt is its messages, max_completion_tokens when given, a completion's top-logprob count is `logprobs`,
+// and a constraint comes from response_format, guided_* or tools.
+ApiError refused_by_engine(const Error& error, const CompletionWork& work, const nlohmann::ordered_json& body) {
+  ApiError refused = api_error_from(error);
+  if (refused.status() != 400 || error.field().empty()) return refused;
+  const bool chat = work.kind == ApiKind::kChat;
+  std::string param = error.field();
+  if (param == "prompt" && chat)
+    param = "messages";
+  else if (param == "max_tokens" && chat && body.contains("max_completion_tokens") &&
+           !body["max_completion_tokens"].is_null())
+    param = "max_completion_tokens";
+  else if (param == "top_logprobs" && !chat)
+    param = "logprobs";
+  else if (param == "constraint")
+    param = constraint_param(work);
+  return invalid_field(param, refused.what());
+}
+
 bool every_choice_completed(const nlohmann::json& response) {
   for (const auto& choice : response["choices"]) {
     const std::string& reason = choice["finish_reason"].get_ref<const std::string&>();
@@ -140,7 +160,7 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
   try {
     handle = runtime.engine->submit(std::move(generation));
   } catch (const Error& e) {
-    throw api_error_from(e);
+    throw refused_by_engine(e, *work, body);
   }
   InFlightRequests::Entry in_flight(state.in_flight(), handle.id);
   const Tokenizer& tokenizer = runtime.prompts->tokenizer();

@@ -74,14 +74,12 @@ void apply_output_constraint(const CompletionWork& work, const Tokenizer& tokeni
 
   grammar::Grammar grammar;
   std::string key;
-  std::string param;
+  const std::string param = constraint_param(work);
   bool after_reasoning = false;
   if (tools != ToolGrammar::kNone) {
     std::tie(grammar, key) = tool_call_grammar(work, tools);
-    param = "tools";
     after_reasoning = work.parse_reasoning;
   } else {
-    param = structured->param;
     const Kind kind = structured->constraint.kind;
     after_reasoning = work.parse_reasoning && (kind == Kind::kJsonSchema || kind == Kind::kJsonObject);
     if (!after_reasoning) {
@@ -125,6 +123,10 @@ void apply_output_constraint(const CompletionWork& work, const Tokenizer& tokeni
   } catch (const Error& e) {
     throw invalid_field(param, param + ": " + e.what());
   }
+}
+
+std::string constraint_param(const CompletionWork& work) {
+  return work.structured_output ? work.structured_output->param : "tools";
 }
 
 }  // namespace qinfer::server

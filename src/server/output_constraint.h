@@ -22,4 +22,8 @@ namespace qinfer::server {
 void apply_output_constraint(const CompletionWork& work, const Tokenizer& tokenizer, grammar::GrammarCompiler& compiler,
                              GenerationRequest& generation);
 
+// The request field a request's constraint comes from: the structured-output field (response_format, guided_json, ...)
+// or "tools".
+std::string constraint_param(const CompletionWork& work);
+
 }  // namespace qinfer::server

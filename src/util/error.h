@@ -22,11 +22,16 @@ int error_kind_exit_code(ErrorKind kind);
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  // `field`: the request field the error is about ("top_p", "stop"), when the thrower knows it; the server sends it as
+  // the OpenAI error's `param`.
+  Error(ErrorKind kind, const std::string& message, std::string field = {})
+      : std::runtime_error(message), kind_(kind), field_(std::move(field)) {}
   ErrorKind kind() const { return kind_; }
+  const std::string& field() const { return field_; }
 
  private:
   ErrorKind kind_;
+  std::string field_;
 };
 
 [[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& message);

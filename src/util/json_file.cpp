@@ -1,6 +1,7 @@
 #include "util/json_file.h"
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "util/error.h"
@@ -66,6 +67,21 @@ bool has_type(const nlohmann::json& v) {
 }  // namespace
 
 template <typename T>
+T json_integer(const nlohmann::json& value, const std::string& name, const std::filesystem::path& file) {
+  constexpr auto kMin = std::numeric_limits<T>::min();
+  constexpr auto kMax = std::numeric_limits<T>::max();
+  bool fits = false;
+  if (value.is_number_unsigned())
+    fits = value.get<uint64_t>() <= static_cast<uint64_t>(kMax);
+  else if (value.is_number_integer())
+    fits = value.get<int64_t>() >= static_cast<int64_t>(kMin) && value.get<int64_t>() <= static_cast<int64_t>(kMax);
+  if (!fits)
+    throw Error(ErrorKind::kFormat, file.string() + ": field '" + name + "' expected an integer in [" +
+                                        std::to_string(kMin) + ", " + std::to_string(kMax) + "], got " + value.dump());
+  return value.get<T>();
+}
+
+template <typename T>
 T json_field(const nlohmann::json& obj, const std::string& name, const std::filesystem::path& file) {
   if (!obj.is_object() || !obj.contains(name) || obj.at(name).is_null())
     throw Error(ErrorKind::kFormat, file.string() + ": missing field '" + name + "'");
@@ -73,7 +89,10 @@ T json_field(const nlohmann::json& obj, const std::string& name, const std::file
   if (!has_type<T>(v))
     throw Error(ErrorKind::kFormat,
                 file.string() + ": field '" + name + "' expected " + type_name<T>() + ", got " + v.dump());
-  return v.get<T>();
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return json_integer<T>(v, name, file);
+  else
+    return v.get<T>();
 }
 
 template <typename T>
@@ -83,6 +102,8 @@ T json_field_or(const nlohmann::json& obj, const std::string& name, const T& fal
   return json_field<T>(obj, name, file);
 }
 
+template int32_t json_integer<int32_t>(const nlohmann::json&, const std::string&, const std::filesystem::path&);
+template int64_t json_integer<int64_t>(const nlohmann::json&, const std::string&, const std::filesystem::path&);
 template bool json_field<bool>(const nlohmann::json&, const std::string&, const std::filesystem::path&);
 template int json_field<int>(const nlohmann::json&, const std::string&, const std::filesystem::path&);
 template int64_t json_field<int64_t>(const nlohmann::json&, const std::string&, const std::filesystem::path&);

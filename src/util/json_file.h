@@ -21,4 +21,9 @@ template <typename T>
 T json_field_or(const nlohmann::json& obj, const std::string& name, const T& fallback,
                 const std::filesystem::path& file);
 
+// An integral JSON value as T (int32_t, int64_t): Error(kFormat) "FILE: field 'NAME' expected an integer in [MIN, MAX],
+// got ..." for a value that is not an integer or does not fit, so that nothing is narrowed silently.
+template <typename T>
+T json_integer(const nlohmann::json& value, const std::string& name, const std::filesystem::path& file);
+
 }  // namespace qinfer

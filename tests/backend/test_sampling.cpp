@@ -148,14 +148,17 @@ TEST(SampleToken, LowTemperatureSharpens) {
 TEST(SamplingParams, ValidateNamesTheField) {
   SamplingParams p;
   p.top_p = 0;
-  EXPECT_NE(p.validate(100).find("top_p"), std::string::npos);
+  ASSERT_TRUE(p.validate(100));
+  EXPECT_EQ(p.validate(100)->field(), "top_p");
+  EXPECT_NE(std::string(p.validate(100)->what()).find("top_p must be in (0, 1]"), std::string::npos);
   p = {};
   p.temperature = -1;
-  EXPECT_NE(p.validate(100).find("temperature"), std::string::npos);
+  EXPECT_EQ(p.validate(100)->field(), "temperature");
   p = {};
   p.top_k = 1000;
-  EXPECT_NE(p.validate(100).find("top_k"), std::string::npos);
-  EXPECT_TRUE(SamplingParams{}.validate(100).empty());
+  EXPECT_EQ(p.validate(100)->field(), "top_k");
+  EXPECT_EQ(p.validate(100)->kind(), ErrorKind::kInvalidArgument);
+  EXPECT_FALSE(SamplingParams{}.validate(100));
 }
 
 }  // namespace

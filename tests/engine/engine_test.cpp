@@ -511,6 +511,7 @@ TEST(Engine, RefusesPromptsAndLogprobsBeyondTheServerLimits) {
     ADD_FAILURE() << "a 21-token prompt was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("at most 20 (max_input_tokens)"), std::string::npos) << e.what();
+    EXPECT_EQ(e.field(), "prompt");
   }
   r.prompt = tokens_from(1, 20);
   EXPECT_NO_THROW(engine.submit(r));
@@ -521,6 +522,7 @@ TEST(Engine, RefusesPromptsAndLogprobsBeyondTheServerLimits) {
     ADD_FAILURE() << "3 top logprobs were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("at most 2 (max_logprobs)"), std::string::npos) << e.what();
+    EXPECT_EQ(e.field(), "top_logprobs");
   }
   r.sampling.num_top_logprobs = 2;
   EXPECT_NO_THROW(engine.submit(r));

@@ -31,6 +31,13 @@ class TokenVocabulary {
   // Ids with bytes in byte order, and lcp[i] = common prefix length of sorted()[i] and sorted()[i - 1] (0 for i = 0).
   const std::vector<int32_t>& sorted() const { return sorted_; }
   const std::vector<uint32_t>& lcp() const { return lcp_; }
+  // subtree_end()[i]: the first sorted index after i whose token does not start with sorted()[i]'s bytes, so that
+  // [i, subtree_end()[i]) is the trie subtree below that token (a walk that rejects a token skips its extensions).
+  const std::vector<uint32_t>& subtree_end() const { return subtree_end_; }
+  // The bytes of sorted()[i], stored contiguously in sorted order so that vocabulary walks read memory in sequence.
+  std::string_view sorted_bytes(size_t i) const {
+    return std::string_view(sorted_data_).substr(sorted_offset_[i], sorted_offset_[i + 1] - sorted_offset_[i]);
+  }
   size_t max_token_length() const { return max_length_; }
 
  private:
@@ -38,6 +45,9 @@ class TokenVocabulary {
   std::vector<int32_t> stop_ids_;
   std::vector<int32_t> sorted_;
   std::vector<uint32_t> lcp_;
+  std::vector<uint32_t> subtree_end_;
+  std::string sorted_data_;
+  std::vector<uint32_t> sorted_offset_;  // [sorted().size() + 1]
   size_t max_length_ = 0;
 };
 

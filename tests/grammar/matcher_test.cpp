@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <set>
 
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
+#include "grammar/state_tokens.h"
 #include "grammar_test_util.h"
 
 namespace qinfer::grammar {
@@ -112,6 +115,64 @@ TEST(Matcher, RejectedTokenLeavesStateUnchanged) {
   EXPECT_TRUE(m.accept_bytes("bc"));
   EXPECT_TRUE(m.is_complete());
   EXPECT_TRUE(m.must_stop());
+}
+
+TEST(TokenVocabulary, SubtreesAreTheRangesOfTokensExtendingAToken) {
+  auto vocab = testing::make_vocab(pieces());
+  const std::vector<int32_t>& sorted = vocab->sorted();
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const std::string_view token = vocab->bytes(sorted[i]);
+    EXPECT_EQ(vocab->sorted_bytes(i), token);
+    const size_t end = vocab->subtree_end()[i];
+    ASSERT_GT(end, i);
+    for (size_t j = i; j < end; ++j) EXPECT_TRUE(vocab->sorted_bytes(j).starts_with(token)) << j << " under " << i;
+    if (end < sorted.size()) {
+      EXPECT_FALSE(vocab->sorted_bytes(end).starts_with(token)) << end << " after " << i;
+    }
+  }
+}
+
+// Every token's bytes run from the state's own stack, byte by byte: accepted when it survives whole, uncertain with
+// the remainder after each point where the rule completed (when not accepted), else rejected.
+TEST(StateTokens, SplitEqualsAWalkOfEveryTokenOnItsOwn) {
+  auto vocab = testing::make_vocab(pieces());
+  const auto schema = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
+      "s": {"type": "string", "maxLength": 3}, "v": {}, "a": {"type": "array", "items": {"type": "number"}}},
+      "required": ["s"]})");
+  const Automaton a = build_automaton(json_schema_grammar(schema));
+  Parser parser(a);
+  for (int32_t state = 0; state < a.num_states(); ++state) {
+    if (!a.consumes[static_cast<size_t>(state)]) continue;
+    const StateTokens split = compute_state_tokens(a, *vocab, state);
+    std::vector<int32_t> accepted;
+    std::set<std::pair<std::string, int32_t>> uncertain, split_uncertain;
+    for (int32_t id : vocab->sorted()) {
+      const std::string_view bytes = vocab->bytes(id);
+      StackSet cur, next;
+      cur.add(std::vector<int32_t>{kBottom, state});
+      std::vector<std::string> remainders;
+      size_t d = 0;
+      for (; d < bytes.size() && cur.size() > 0; ++d) {
+        parser.step(cur, static_cast<unsigned char>(bytes[d]), next);
+        std::swap(cur, next);
+        if (cur.complete && d + 1 < bytes.size()) remainders.emplace_back(bytes.substr(d + 1));
+      }
+      if (d == bytes.size() && !cur.dead()) {
+        accepted.push_back(id);
+      } else {
+        for (const std::string& r : remainders) uncertain.emplace(r, id);
+      }
+    }
+    std::sort(accepted.begin(), accepted.end());
+    std::vector<int32_t> split_accepted = split.accepted_ids;
+    for (int32_t id = 0; id < vocab->size() && !split.accepted_mask.empty(); ++id)
+      if (split.accepted_mask[static_cast<size_t>(id) / 32] >> (id % 32) & 1u) split_accepted.push_back(id);
+    EXPECT_EQ(split_accepted, accepted) << "state " << state;
+    for (size_t r = 0; r < split.remainders.size(); ++r)
+      for (uint32_t t = split.remainder_begin[r]; t < split.remainder_begin[r + 1]; ++t)
+        split_uncertain.emplace(split.remainders[r], split.remainder_tokens[t]);
+    EXPECT_EQ(split_uncertain, uncertain) << "state " << state;
+  }
 }
 
 }  // namespace

@@ -3,8 +3,13 @@
 namespace qinfer::grammar {
 namespace {
 
+// Larger reachable automata (a string of bounded length, thousands of states) belong to one schema: describing them
+// would cost as much as the split they could share.
+constexpr size_t kMaxSharedStates = 256;
+
 // The automaton reachable from `state` through bytes, states numbered in discovery order: per state its accepting
-// flag and its transitions as byte runs. Empty when a reachable state calls a rule (its split then depends on it).
+// flag and its transitions as byte runs. Empty when a reachable state calls a rule (its split then depends on it) or
+// more than kMaxSharedStates states are reachable.
 std::string leaf_signature(const Automaton& a, int32_t state) {
   std::vector<int32_t> order{state};
   std::unordered_map<int32_t, int32_t> number{{state, 0}};
@@ -20,6 +25,7 @@ std::string leaf_signature(const Automaton& a, int32_t state) {
       if (t >= 0) {
         auto [it, inserted] = number.try_emplace(t, static_cast<int32_t>(order.size()));
         if (inserted) order.push_back(t);
+        if (order.size() > kMaxSharedStates) return {};
         canonical = it->second;
       }
       if (canonical != run_target) {

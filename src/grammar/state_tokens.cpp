@@ -45,37 +45,22 @@ class LeafLevels {
   std::vector<int32_t> states_;
 };
 
-// True when no state reachable from `state` through bytes calls a rule.
-bool is_leaf(const Automaton& a, int32_t state) {
-  std::vector<uint8_t> seen(static_cast<size_t>(a.num_states()), 0);
-  std::vector<int32_t> todo{state};
-  seen[static_cast<size_t>(state)] = 1;
-  while (!todo.empty()) {
-    const size_t s = static_cast<size_t>(todo.back());
-    todo.pop_back();
-    if (a.call_begin[s] != a.call_begin[s + 1]) return false;
-    for (size_t c = 0; c < static_cast<size_t>(a.num_classes); ++c) {
-      const int32_t t = a.next[s * static_cast<size_t>(a.num_classes) + c];
-      if (t >= 0 && !seen[static_cast<size_t>(t)]) seen[static_cast<size_t>(t)] = 1, todo.push_back(t);
-    }
-  }
-  return true;
-}
-
 // Walks the vocabulary in byte order, reusing the steps of the prefix shared with the previous token; a rejected
 // token whose walk saw the rule complete nowhere rejects its whole trie subtree, which is skipped.
+// A walk's result: accepted ids, and (remainder, id) for the uncertain tokens, views into the trie's bytes.
+struct Walk {
+  std::vector<int32_t> accepted;
+  std::vector<std::pair<std::string_view, int32_t>> uncertain;
+};
+
 template <class Levels>
-void walk_vocabulary(const TokenVocabulary& vocab, Levels& levels, std::vector<int32_t>& accepted,
-                     std::vector<std::pair<std::string_view, int32_t>>& uncertain) {
-  const std::vector<int32_t>& sorted = vocab.sorted();
-  const std::vector<uint32_t>& lcp = vocab.lcp();
-  const std::vector<uint32_t>& subtree_end = vocab.subtree_end();
+void walk_trie(const TokenTrie& trie, size_t max_len, Levels& levels, Walk& out) {
   // completed_by[d]: the rule completed after some prefix of 1..d bytes of the current token.
-  std::vector<uint8_t> completed_by(vocab.max_token_length() + 1, 0);
+  std::vector<uint8_t> completed_by(max_len + 1, 0);
   size_t valid = 0;  // levels 0..valid hold the previous token's prefix
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    const std::string_view bytes = vocab.sorted_bytes(i);
-    size_t depth = std::min<size_t>(lcp[i], valid);
+  for (size_t i = 0; i < trie.size(); ++i) {
+    const std::string_view bytes = trie.bytes(i);
+    size_t depth = std::min<size_t>(trie.lcp(i), valid);
     // Extend while something can still consume.
     while (depth < bytes.size() && levels.can_consume(depth)) {
       levels.step(depth, static_cast<unsigned char>(bytes[depth]));
@@ -84,41 +69,54 @@ void walk_vocabulary(const TokenVocabulary& vocab, Levels& levels, std::vector<i
     }
     valid = depth;
     if (depth == bytes.size() && (levels.can_consume(depth) || levels.complete(depth))) {
-      accepted.push_back(sorted[i]);
+      out.accepted.push_back(trie.id(i));
       continue;
     }
     if (!completed_by[depth]) {
-      i = subtree_end[i] - 1;
+      i = trie.subtree_end(i) - 1;
       continue;
     }
     // The rule completed after d < size bytes (d >= 1: the first byte is always the state's own) for some d <= depth.
     for (size_t d = 1; d <= depth && d < bytes.size(); ++d)
-      if (levels.complete(d)) uncertain.emplace_back(bytes.substr(d), sorted[i]);
+      if (levels.complete(d)) out.uncertain.emplace_back(bytes.substr(d), trie.id(i));
   }
 }
 
-}  // namespace
-
-StateTokens compute_state_tokens(const Automaton& automaton, const TokenVocabulary& vocab, int32_t state) {
+void walk_state(const Automaton& automaton, const TokenVocabulary& vocab, int32_t state, const TokenTrie& trie,
+                Walk& out) {
   const size_t max_len = vocab.max_token_length();
-  std::vector<int32_t> accepted;
-  std::vector<std::pair<std::string_view, int32_t>> uncertain;  // (remainder, token), views into the vocabulary
-  if (is_leaf(automaton, state)) {
+  if (automaton.call_free[static_cast<size_t>(state)]) {
     LeafLevels levels(automaton, state, max_len);
-    walk_vocabulary(vocab, levels, accepted, uncertain);
+    walk_trie(trie, max_len, levels, out);
   } else {
     StackLevels levels(automaton, state, max_len);
-    walk_vocabulary(vocab, levels, accepted, uncertain);
+    walk_trie(trie, max_len, levels, out);
   }
+}
+
+// The split of a walk, with the tokens of `base` (a split of other tokens) added.
+StateTokens to_state_tokens(Walk& walk, const TokenVocabulary& vocab, const StateTokens* base) {
   StateTokens out;
-  out.num_accepted = accepted.size();
-  if (accepted.size() * 32 > static_cast<size_t>(vocab.size())) {
-    out.accepted_mask.assign(static_cast<size_t>(vocab.mask_words()), 0);
+  std::vector<int32_t>& accepted = walk.accepted;
+  std::vector<std::pair<std::string_view, int32_t>>& uncertain = walk.uncertain;
+  out.num_accepted = accepted.size() + (base ? base->num_accepted : 0);
+  if (out.num_accepted * 32 > static_cast<size_t>(vocab.size())) {
+    if (base && !base->accepted_mask.empty()) {
+      out.accepted_mask = base->accepted_mask;
+    } else {
+      out.accepted_mask.assign(static_cast<size_t>(vocab.mask_words()), 0);
+      if (base) accepted.insert(accepted.end(), base->accepted_ids.begin(), base->accepted_ids.end());
+    }
     for (int32_t id : accepted) out.accepted_mask[static_cast<size_t>(id) / 32] |= 1u << (id % 32);
   } else {
+    if (base) accepted.insert(accepted.end(), base->accepted_ids.begin(), base->accepted_ids.end());
     std::sort(accepted.begin(), accepted.end());
     out.accepted_ids = std::move(accepted);
   }
+  if (base)
+    for (size_t r = 0; r < base->remainders.size(); ++r)
+      for (uint32_t t = base->remainder_begin[r]; t < base->remainder_begin[r + 1]; ++t)
+        uncertain.emplace_back(base->remainders[r], base->remainder_tokens[t]);
   std::sort(uncertain.begin(), uncertain.end());
   std::vector<uint8_t> counted(static_cast<size_t>(vocab.size()), 0);
   for (size_t i = 0; i < uncertain.size(); ++i) {
@@ -138,6 +136,23 @@ StateTokens compute_state_tokens(const Automaton& automaton, const TokenVocabula
   }
   out.remainder_begin.push_back(static_cast<uint32_t>(out.remainder_tokens.size()));
   return out;
+}
+
+}  // namespace
+
+StateTokens compute_state_tokens(const Automaton& automaton, const TokenVocabulary& vocab, int32_t state,
+                                 TokenLengths lengths) {
+  Walk walk;
+  walk_state(automaton, vocab, state, vocab.short_tokens(), walk);
+  if (lengths == TokenLengths::kAll) walk_state(automaton, vocab, state, vocab.long_tokens(), walk);
+  return to_state_tokens(walk, vocab, nullptr);
+}
+
+StateTokens add_long_tokens(const StateTokens& short_split, const Automaton& automaton, const TokenVocabulary& vocab,
+                            int32_t state) {
+  Walk walk;
+  walk_state(automaton, vocab, state, vocab.long_tokens(), walk);
+  return to_state_tokens(walk, vocab, &short_split);
 }
 
 }  // namespace qinfer::grammar

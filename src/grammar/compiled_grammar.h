@@ -43,9 +43,14 @@ class CompiledGrammar {
  private:
   Automaton automaton_;
   std::shared_ptr<const TokenVocabulary> vocab_;
+  // The short tokens' split of a call-free state, shared by the states of this automaton that look the same within
+  // TokenVocabulary::kShortTokenBytes bytes (the positions of a string with maxLength, far from its end).
+  const StateTokens& short_split(int32_t state) const;
+
   std::shared_ptr<SharedStateTokens> shared_;
-  mutable std::mutex mutex_;  // guards owned_
+  mutable std::mutex mutex_;  // guards owned_ and short_splits_
   mutable std::vector<std::shared_ptr<const StateTokens>> owned_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const StateTokens>> short_splits_;
   std::unique_ptr<std::atomic<const StateTokens*>[]> tokens_;  // [num_states], null until computed
 };
 

@@ -244,7 +244,28 @@ Automaton build_automaton(const Grammar& g) {
   a.root_rule = g.root();
   trim_automaton(a);
   check_left_recursion(a);
+  mark_call_free_states(a);
   return a;
+}
+
+// Backwards over byte transitions from the states that call: whatever reaches one is not call-free.
+void mark_call_free_states(Automaton& a) {
+  const size_t n = static_cast<size_t>(a.num_states()), classes = static_cast<size_t>(a.num_classes);
+  std::vector<std::vector<int32_t>> sources(n);
+  for (size_t s = 0; s < n; ++s)
+    for (size_t c = 0; c < classes; ++c)
+      if (const int32_t t = a.next[s * classes + c]; t >= 0)
+        sources[static_cast<size_t>(t)].push_back(static_cast<int32_t>(s));
+  a.call_free.assign(n, 1);
+  std::vector<int32_t> todo;
+  for (size_t s = 0; s < n; ++s)
+    if (a.call_begin[s] != a.call_begin[s + 1]) a.call_free[s] = 0, todo.push_back(static_cast<int32_t>(s));
+  while (!todo.empty()) {
+    const size_t t = static_cast<size_t>(todo.back());
+    todo.pop_back();
+    for (int32_t s : sources[t])
+      if (a.call_free[static_cast<size_t>(s)]) a.call_free[static_cast<size_t>(s)] = 0, todo.push_back(s);
+  }
 }
 
 }  // namespace qinfer::grammar

@@ -28,6 +28,7 @@ struct Automaton {
   std::vector<RuleCall> calls;
   std::vector<int32_t> rule_start;  // [num_rules] start state of each rule
   std::vector<int32_t> state_rule;  // [num_states] the rule a state belongs to
+  std::vector<uint8_t> call_free;   // [num_states] 1 when no state reachable through bytes (itself included) calls
   std::vector<std::string> rule_names;
   int32_t root_rule = 0;
 
@@ -46,5 +47,7 @@ Automaton build_automaton(const Grammar& grammar);
 // (a rule that can call itself again before consuming a byte), which would make the parse's closure endless.
 void trim_automaton(Automaton& a);
 void check_left_recursion(const Automaton& a);
+// Fills Automaton::call_free.
+void mark_call_free_states(Automaton& a);
 
 }  // namespace qinfer::grammar

@@ -29,7 +29,16 @@ struct StateTokens {
   size_t num_accepted = 0, num_uncertain = 0;
 };
 
-// Classifies the whole vocabulary for `state` (a consuming state of `automaton`).
-StateTokens compute_state_tokens(const Automaton& automaton, const TokenVocabulary& vocab, int32_t state);
+// Which tokens of the vocabulary a split covers: all, or those of at most TokenVocabulary::kShortTokenBytes bytes.
+enum class TokenLengths { kAll, kShort };
+
+// Classifies the vocabulary's tokens for `state` (a consuming state of `automaton`).
+StateTokens compute_state_tokens(const Automaton& automaton, const TokenVocabulary& vocab, int32_t state,
+                                 TokenLengths lengths = TokenLengths::kAll);
+
+// The split of every token for `state`: `short_split` (the short tokens' split of a state whose automaton within
+// kShortTokenBytes bytes is the same as `state`'s) with `state`'s walk of the long tokens added.
+StateTokens add_long_tokens(const StateTokens& short_split, const Automaton& automaton, const TokenVocabulary& vocab,
+                            int32_t state);
 
 }  // namespace qinfer::grammar

@@ -40,8 +40,10 @@ ToolCallParser::Output ToolCallParser::push(std::string_view text) {
       out.content += buffer_.substr(0, open);
       buffer_.erase(0, open + kOpen.size());
       in_call_ = true;
+      scanned_ = 0;
+      in_string_ = escaped_ = false;
     }
-    size_t close = buffer_.find(kClose);
+    size_t close = find_close();
     if (close == std::string::npos) return out;
     const std::string_view body = std::string_view(buffer_).substr(0, close);
     // Not a call we understand: keep the model's text visible rather than dropping it.
@@ -59,6 +61,27 @@ ToolCallParser::Output ToolCallParser::finish() {
   buffer_.clear();
   in_call_ = false;
   return out;
+}
+
+size_t ToolCallParser::find_close() {
+  for (; scanned_ < buffer_.size(); ++scanned_) {
+    const char c = buffer_[scanned_];
+    if (in_string_) {
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == kClose[0]) {
+      const std::string_view rest = std::string_view(buffer_).substr(scanned_, kClose.size());
+      if (rest == kClose) return scanned_;
+      if (kClose.starts_with(rest)) break;  // may still become the tag: scan it again with more text
+    }
+  }
+  return std::string::npos;
 }
 
 std::string ToolCallParser::unparsed_call_text(std::string_view body) { return std::string(kOpen) + std::string(body); }

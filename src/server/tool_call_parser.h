@@ -36,8 +36,15 @@ class ToolCallParser {
   // The visible text of a call that did not parse (the opening tag and the body).
   static std::string unparsed_call_text(std::string_view body);
 
+  // Where the closing tag starts in the open call's buffer_, npos while it has not arrived. A closing tag inside a JSON
+  // string of the body (an argument that quotes the tag) is the string's content, not the end of the call.
+  size_t find_close();
+
   std::string buffer_;  // unreleased text: a possible tag start, or the body of an open call
   bool in_call_ = false;
+  // The open call's body scanned so far: buffer_[0, scanned_) with the JSON string state at its end.
+  size_t scanned_ = 0;
+  bool in_string_ = false, escaped_ = false;
   int num_calls_ = 0;
 };
 

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+#include <set>
 
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
+#include "grammar/state_tokens.h"
 #include "grammar_test_util.h"
 
 namespace qinfer::grammar {
@@ -21,6 +24,10 @@ std::vector<std::string> pieces() {
                                 "\"name", "1",  "12",  "0",    "-",       ".",        "e",      "true", "false",
                                 "null",   "nu", "ll",  "\xC3", "\xA9",    "\xC3\xA9", "\\",     "\\n",  "n",
                                 "\"}",    "}]", "\"]", "x\"",  "\"a\": ", "\xE4\xB8", "\xAD"};
+  // Longer than TokenVocabulary::kShortTokenBytes: walked apart from the short tokens.
+  for (const char* piece :
+       {"abababababababababab", "abababababababababab\"", "\", \"name\": \"abcdefghijk", "                  "})
+    p.emplace_back(piece);
   for (int b = 0x20; b < 0x7F; ++b) p.emplace_back(1, static_cast<char>(b));
   return p;
 }
@@ -112,6 +119,96 @@ TEST(Matcher, RejectedTokenLeavesStateUnchanged) {
   EXPECT_TRUE(m.accept_bytes("bc"));
   EXPECT_TRUE(m.is_complete());
   EXPECT_TRUE(m.must_stop());
+}
+
+TEST(TokenVocabulary, TriesHoldEveryTokenInByteOrderWithItsSubtree) {
+  auto vocab = testing::make_vocab(pieces());
+  size_t tokens = 0;
+  for (const TokenTrie* trie : {&vocab->short_tokens(), &vocab->long_tokens()}) {
+    ASSERT_GT(trie->size(), 0u);
+    tokens += trie->size();
+    for (size_t i = 0; i < trie->size(); ++i) {
+      const std::string_view token = trie->bytes(i);
+      EXPECT_EQ(token, vocab->bytes(trie->id(i)));
+      EXPECT_EQ(token.size() <= TokenVocabulary::kShortTokenBytes, trie == &vocab->short_tokens());
+      if (i > 0) {
+        EXPECT_LE(trie->bytes(i - 1), token);
+      }
+      const size_t end = trie->subtree_end(i);
+      ASSERT_GT(end, i);
+      for (size_t j = i; j < end; ++j) EXPECT_TRUE(trie->bytes(j).starts_with(token)) << j << " under " << i;
+      if (end < trie->size()) {
+        EXPECT_FALSE(trie->bytes(end).starts_with(token)) << end << " after " << i;
+      }
+    }
+  }
+  EXPECT_EQ(tokens, static_cast<size_t>(vocab->size() - 1));  // all but the stop id
+}
+
+// Every token's bytes run from the state's own stack, byte by byte: accepted when it survives whole, uncertain with
+// the remainder after each point where the rule completed (when not accepted), else rejected.
+TEST(StateTokens, SplitEqualsAWalkOfEveryTokenOnItsOwn) {
+  auto vocab = testing::make_vocab(pieces());
+  const auto schema = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
+      "s": {"type": "string", "maxLength": 3}, "v": {}, "a": {"type": "array", "items": {"type": "number"}}},
+      "required": ["s"]})");
+  const Automaton a = build_automaton(json_schema_grammar(schema));
+  Parser parser(a);
+  for (int32_t state = 0; state < a.num_states(); ++state) {
+    if (!a.consumes[static_cast<size_t>(state)]) continue;
+    const StateTokens split = compute_state_tokens(a, *vocab, state);
+    std::vector<int32_t> accepted;
+    std::set<std::pair<std::string, int32_t>> uncertain, split_uncertain;
+    for (int32_t id = 0; id < vocab->size(); ++id) {
+      const std::string_view bytes = vocab->bytes(id);
+      if (vocab->is_stop(id)) continue;
+      StackSet cur, next;
+      cur.add(std::vector<int32_t>{kBottom, state});
+      std::vector<std::string> remainders;
+      size_t d = 0;
+      for (; d < bytes.size() && cur.size() > 0; ++d) {
+        parser.step(cur, static_cast<unsigned char>(bytes[d]), next);
+        std::swap(cur, next);
+        if (cur.complete && d + 1 < bytes.size()) remainders.emplace_back(bytes.substr(d + 1));
+      }
+      if (d == bytes.size() && !cur.dead()) {
+        accepted.push_back(id);
+      } else {
+        for (const std::string& r : remainders) uncertain.emplace(r, id);
+      }
+    }
+    std::sort(accepted.begin(), accepted.end());
+    std::vector<int32_t> split_accepted = split.accepted_ids;
+    for (int32_t id = 0; id < vocab->size() && !split.accepted_mask.empty(); ++id)
+      if (split.accepted_mask[static_cast<size_t>(id) / 32] >> (id % 32) & 1u) split_accepted.push_back(id);
+    EXPECT_EQ(split_accepted, accepted) << "state " << state;
+    for (size_t r = 0; r < split.remainders.size(); ++r)
+      for (uint32_t t = split.remainder_begin[r]; t < split.remainder_begin[r + 1]; ++t)
+        split_uncertain.emplace(split.remainders[r], split.remainder_tokens[t]);
+    EXPECT_EQ(split_uncertain, uncertain) << "state " << state;
+  }
+}
+
+// The states of a long bounded string share the short tokens' split while they look alike within
+// kShortTokenBytes bytes; each state's split, long tokens added, equals its own walk of the whole vocabulary.
+TEST(StateTokens, SplitsSharedBetweenLookalikeStatesEqualTheirOwnWalk) {
+  auto vocab = testing::make_vocab(pieces());
+  const auto schema = nlohmann::ordered_json::parse(R"({"type": "string", "maxLength": 40})");
+  const auto g = testing::compile(json_schema_grammar(schema), vocab);
+  const Automaton& a = g->automaton();
+  for (int32_t state = 0; state < a.num_states(); ++state) {
+    if (!a.consumes[static_cast<size_t>(state)]) continue;
+    const StateTokens& shared = g->state_tokens(state);
+    const StateTokens own = compute_state_tokens(a, *vocab, state);
+    EXPECT_EQ(shared.accepted_mask, own.accepted_mask) << "state " << state;
+    EXPECT_EQ(shared.accepted_ids, own.accepted_ids) << "state " << state;
+    EXPECT_EQ(shared.remainders, own.remainders) << "state " << state;
+    EXPECT_EQ(shared.remainder_begin, own.remainder_begin) << "state " << state;
+    EXPECT_EQ(shared.remainder_tokens, own.remainder_tokens) << "state " << state;
+  }
+  GrammarMatcher m(g);
+  ASSERT_TRUE(m.accept_bytes("\"" + std::string(39, 'x')));
+  EXPECT_EQ(allowed_ids(fast_mask(m)), allowed_ids(brute_force_mask(m)));
 }
 
 }  // namespace

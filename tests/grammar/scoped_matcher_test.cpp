@@ -90,6 +90,26 @@ TEST(ScopedMatcher, TriggerStartsTheGrammarAndItsEndFreesTheOutputAgain) {
   EXPECT_FALSE(accept_text(m, v, "\n{\"name\": \"put\""));
 }
 
+// The closing tag inside an argument's JSON string is string content: the call goes on until the real closing tag.
+TEST(ScopedMatcher, ClosingTagInsideAnArgumentStringDoesNotEndTheCall) {
+  const TagVocab v = tag_vocab();
+  ToolCallGrammarBuilder builder;
+  builder.add_function("echo",
+                       nlohmann::ordered_json::parse(
+                           R"({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})"));
+  const auto g = testing::compile(std::move(builder).call_after_open_tag(), v.vocab);
+  ScopedMatcher m(g, ConstraintScope{.triggers = {v.tool_open}});
+  ASSERT_TRUE(m.accept_token(v.tool_open));
+  ASSERT_TRUE(accept_text(m, v, "\n{\"name\": \"echo\", \"arguments\": {\"text\": \"a"));
+  EXPECT_TRUE(allows(mask_of(m), v.tool_close));
+  ASSERT_TRUE(m.accept_token(v.tool_close));
+  EXPECT_TRUE(m.in_grammar());
+  EXPECT_FALSE(allows(mask_of(m), v.stop));
+  ASSERT_TRUE(accept_text(m, v, "\"}}\n"));
+  ASSERT_TRUE(m.accept_token(v.tool_close));
+  EXPECT_FALSE(m.in_grammar());
+}
+
 // Random allowed tokens (words and tags preferred so that calls open often): every call the walk produces parses
 // and has arguments that match the schema.
 TEST(ScopedMatcher, RandomWalksUnderATriggeredToolGrammarOnlyProduceValidCalls) {

@@ -47,6 +47,30 @@ TEST(ToolCallParser, EverySplitPointGivesTheSameResult) {
   }
 }
 
+// A closing tag quoted inside an argument's JSON string (escaped quotes and backslashes around it too) is the string's
+// content; the call ends at the tag after the JSON text, whatever the split of the text into deltas.
+TEST(ToolCallParser, ClosingTagInsideAJsonStringIsContentOfTheArguments) {
+  const std::string text =
+      "<tool_call>\n{\"name\": \"echo\", \"arguments\": {\"text\": "
+      "\"end with </tool_call> or \\\"</tool_call>\\\" \\\\\", \"n\": 1}}\n</tool_call>after";
+  for (size_t step : {size_t{1}, size_t{2}, size_t{5}, text.size()}) {
+    ToolCallParser parser;
+    std::string content;
+    std::vector<ParsedToolCall> calls;
+    for (size_t i = 0; i < text.size(); i += step) {
+      ToolCallParser::Output out = parser.push(std::string_view(text).substr(i, step));
+      content += out.content;
+      calls.insert(calls.end(), out.calls.begin(), out.calls.end());
+    }
+    content += parser.finish().content;
+    EXPECT_EQ(content, "after") << "step " << step;
+    ASSERT_EQ(calls.size(), 1u) << "step " << step;
+    EXPECT_EQ(calls[0].name, "echo");
+    EXPECT_EQ(nlohmann::json::parse(calls[0].arguments),
+              (nlohmann::json{{"text", "end with </tool_call> or \"</tool_call>\" \\"}, {"n", 1}}));
+  }
+}
+
 TEST(ToolCallParser, InvalidCallStaysVisibleAsContent) {
   ToolCallParser parser;
   ToolCallParser::Output out = parser.push("a<tool_call>{not json}</tool_call>b");

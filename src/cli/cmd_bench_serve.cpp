@@ -74,6 +74,17 @@ void register_bench_serve(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--output-len", o.output_len, "Output tokens per request (max_tokens with ignore_eos)")
       ->capture_default_str();
+  cmd->add_option("--long-requests", o.long_requests,
+                  "Mixed workload: long requests per level beside the --num-prompts ones (reported per class)")
+      ->capture_default_str();
+  cmd->add_option("--long-input-len,--long-prompt-len", o.long_input_len,
+                  "Tokens of each long prompt (random, like --input-len)")
+      ->capture_default_str();
+  cmd->add_option("--long-output-len", o.long_output_len, "Output tokens per long request (0: --output-len)")
+      ->capture_default_str();
+  cmd->add_option("--long-concurrency", o.long_concurrency,
+                  "Long requests in flight at most, outside --concurrency / --request-rate")
+      ->capture_default_str();
   cmd->add_flag("--chat", o.chat, "Use /v1/chat/completions (default: /v1/completions)");
   cmd->add_option("--model", o.model, "Model name sent (default: first id of GET /v1/models)");
   cmd->add_option("--api-key", o.api_key, "Bearer token (default: $QINFER_API_KEY)");

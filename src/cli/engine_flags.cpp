@@ -27,6 +27,10 @@ void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags
                  "Long prompts among them, at most, so short prompts pass long ones (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd.add_flag("--enable-cost-based-chunking,!--no-enable-cost-based-chunking", flags.enable_cost_based_chunking,
+               "Shrink prefill chunks after a long cached context by their attention cost, so decodes beside them "
+               "keep their pace")
+      ->capture_default_str();
   cmd.add_option("--scheduling-policy,--scheduler-policy,--schedule-policy", flags.scheduling_policy,
                  "fcfs | priority | lpm (longest cached prefix first); SGLang: --schedule-policy")
       ->check(CLI::IsMember({"fcfs", "priority", "lpm"}))
@@ -42,6 +46,7 @@ EngineOptions engine_options_from_flags(const BackendOptions& backend, const Eng
   options.long_prefill_token_threshold = flags.long_prefill_token_threshold;
   options.max_num_partial_prefills = flags.max_num_partial_prefills;
   options.max_long_partial_prefills = flags.max_long_partial_prefills;
+  options.enable_cost_based_chunking = flags.enable_cost_based_chunking;
   options.policy = parse_scheduling_policy(flags.scheduling_policy);
   return options;
 }

@@ -15,6 +15,7 @@ struct EngineFlags {
   int32_t long_prefill_token_threshold = 0;
   int32_t max_num_partial_prefills = 0;
   int32_t max_long_partial_prefills = 0;
+  bool enable_cost_based_chunking = true;
   std::string scheduling_policy = "fcfs";
 };
 

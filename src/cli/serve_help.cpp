@@ -42,6 +42,7 @@ constexpr std::pair<std::string_view, const char*> kGroups[] = {
     {"--long-prefill-token-threshold", kEngine},
     {"--max-num-partial-prefills", kEngine},
     {"--max-long-partial-prefills", kEngine},
+    {"--enable-cost-based-chunking", kEngine},
     {"--scheduling-policy", kEngine},
     {"--enforce-eager", kEngine},
     {"--threads", kEngine},

@@ -21,6 +21,7 @@ SchedulerOptions scheduler_options(const EngineOptions& options, int32_t max_mod
     result.long_prefill_token_threshold = std::max<int32_t>(1, max_model_len / 25);
   result.max_num_partial_prefills = options.max_num_partial_prefills;
   result.max_long_partial_prefills = options.max_long_partial_prefills;
+  if (options.enable_cost_based_chunking) result.prefill_attention_cost_ratio = prefill_attention_cost_ratio(config);
   result.policy = options.policy;
   result.eos_token_ids = options.eos_token_ids.value_or(config.eos_token_ids);
   return result;

@@ -38,6 +38,9 @@ struct EngineOptions {
   int32_t long_prefill_token_threshold = 0;
   int32_t max_num_partial_prefills = 0;
   int32_t max_long_partial_prefills = 0;
+  // Chunked prefill: cut a chunk after a long cached context by its estimated attention cost, with the ratio derived
+  // from the model (prefill_cost.h, docs/ENGINE.md). Off: by token count alone.
+  bool enable_cost_based_chunking = true;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int32_t max_logprobs = -1;      // top logprobs a request may ask for per token (-1: any the API allows)
   int32_t max_prompt_tokens = 0;  // longest prompt accepted (0: max_model_len - 1)

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <tuple>
 #include <unordered_set>
@@ -28,7 +29,8 @@ const char* scheduling_policy_name(SchedulingPolicy policy) {
   return "?";
 }
 
-Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks) : options_(std::move(options)), blocks_(blocks) {
+Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks)
+    : options_(std::move(options)), blocks_(blocks), prefill_cost_(options_.prefill_attention_cost_ratio) {
   if (options_.max_num_seqs <= 0 || options_.max_num_batched_tokens <= 0 || options_.max_model_len <= 0)
     throw Error(ErrorKind::kInvalidArgument, "scheduler limits must be positive: max_num_seqs " +
                                                  std::to_string(options_.max_num_seqs) + ", max_num_batched_tokens " +
@@ -44,6 +46,9 @@ Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks) : options_(
     throw Error(ErrorKind::kInvalidArgument, "max_long_partial_prefills (" + std::to_string(long_partial) +
                                                  ") must not exceed max_num_partial_prefills (" +
                                                  std::to_string(partial) + ")");
+  if (!(options_.prefill_attention_cost_ratio >= 0) || !std::isfinite(options_.prefill_attention_cost_ratio))
+    throw Error(ErrorKind::kInvalidArgument, "prefill_attention_cost_ratio must be a finite number >= 0, got " +
+                                                 std::to_string(options_.prefill_attention_cost_ratio));
 }
 
 void Scheduler::add(Sequence* seq) {
@@ -110,12 +115,19 @@ int32_t Scheduler::take_prefill_slot(int32_t remaining, PrefillSlots& slots) con
   return is_long ? threshold : remaining;
 }
 
+int32_t Scheduler::cost_limited_chunk(int32_t tokens, int64_t cached, int32_t budget) const {
+  if (!options_.enable_chunked_prefill || tokens <= 1) return tokens;
+  const int32_t threshold = options_.long_prefill_token_threshold;
+  const int32_t fresh = std::min(threshold > 0 ? threshold : options_.max_num_batched_tokens, budget);
+  return std::min(tokens, prefill_cost_.equal_cost_chunk(fresh, cached));
+}
+
 bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots) {
   int32_t num_new = seq->num_tokens() - seq->num_computed;
   if (budget <= 0 || (!options_.enable_chunked_prefill && num_new > budget)) return false;
   // A decode (one token left) needs no prefill slot; a token after a prompt's last chunk is a decode too.
   if (num_new > 1 && (num_new = take_prefill_slot(num_new, slots)) == 0) return false;
-  num_new = std::min(num_new, budget);
+  num_new = cost_limited_chunk(std::min(num_new, budget), seq->num_computed, budget);
   while (!blocks_.can_append_slots(*seq, num_new)) {
     Sequence* victim = pick_victim(seq);
     preempt(victim);
@@ -198,7 +210,7 @@ void Scheduler::admit_waiting(int32_t& budget, PrefillSlots& slots) {
       if (slots.prefills <= 0) break;
       continue;
     }
-    num_new = std::min(allowed, budget);
+    num_new = cost_limited_chunk(std::min(allowed, budget), match.num_tokens(block_size), budget);
     if (!blocks_.can_allocate(*seq, match, num_new)) break;
     slots = slots_after;
     blocks_.allocate(*seq, match, num_new);

@@ -4,7 +4,8 @@
 // prompt (chunked prefill), then waiting sequences in policy order while the budget, max_num_seqs and free blocks
 // allow. Prefill chunks are capped by the partial-prefill limits (SchedulerOptions; docs/ENGINE.md says why): a chunk
 // takes at most long_prefill_token_threshold tokens, and at most max_num_partial_prefills sequences (of them at most
-// max_long_partial_prefills long ones) compute prompt tokens in one step, so short prompts pass a long one. When a
+// max_long_partial_prefills long ones) compute prompt tokens in one step, so short prompts pass a long one. A chunk
+// after a long cached context is cut further by its estimated cost (prefill_attention_cost_ratio). When a
 // running sequence needs a block and none is free, the lowest-ranked running sequence not yet scheduled in this step is
 // preempted: its blocks are released and it goes back to waiting to be recomputed later (prompt plus generated tokens,
 // usually hitting the prefix cache). Nothing is ever dropped.
@@ -21,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "engine/block_manager.h"
+#include "engine/prefill_cost.h"
 #include "engine/sequence.h"
 
 namespace qinfer {
@@ -46,6 +48,11 @@ struct SchedulerOptions {
   // Sequences that compute prompt tokens in one step, at most; of them long ones, at most. 0: no limit.
   int32_t max_num_partial_prefills = 0;
   int32_t max_long_partial_prefills = 0;
+  // Chunked prefill only: attention FLOPs per (token, context token) over linear FLOPs per token (prefill_cost.h).
+  // Above 0, a chunk after c cached tokens takes only as many tokens as cost no more than the chunk a fresh prompt
+  // would get in its place, so late chunks of a long prompt shrink and the decodes beside them are not stalled.
+  // 0: chunks are cut by token count alone.
+  double prefill_attention_cost_ratio = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   std::vector<int32_t> eos_token_ids;
 };
@@ -111,6 +118,9 @@ class Scheduler {
   PrefillSlots prefill_slots() const;
   // Tokens of a prefill with `remaining` prompt tokens left it may compute now (0: no slot), taking its slot.
   int32_t take_prefill_slot(int32_t remaining, PrefillSlots& slots) const;
+  // `tokens` of a prefill after `cached` tokens, cut so the chunk costs no more than the one a fresh prompt would get
+  // with `budget` tokens left in the step.
+  int32_t cost_limited_chunk(int32_t tokens, int64_t cached, int32_t budget) const;
   bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots);
   void admit_waiting(int32_t& budget, PrefillSlots& slots);
   std::vector<Sequence*> waiting_in_policy_order() const;
@@ -124,6 +134,7 @@ class Scheduler {
 
   SchedulerOptions options_;
   BlockManager& blocks_;
+  PrefillCost prefill_cost_;
   std::vector<Sequence*> waiting_;  // fcfs/lpm: by id; priority: by (priority, id)
   std::vector<Sequence*> running_;  // admission order
   std::vector<Scheduled> scheduled_;

@@ -13,6 +13,24 @@
 
 namespace qinfer::loadgen {
 
+// One class of requests in a mixed workload (short chats beside long prompts): the numbers that show whether the
+// long prompts stall the short requests' streams.
+struct ClassResult {
+  int num_requests = 0;
+  int completed = 0;
+  int failed = 0;
+  double output_throughput = 0;  // this class's output tokens of completed requests per second of the level
+  long total_input_tokens = 0;
+  long total_output_tokens = 0;
+  std::optional<Distribution> ttft_ms;
+  std::optional<Distribution> tpot_ms;
+  std::optional<Distribution> itl_ms;
+  std::optional<Distribution> e2e_ms;
+};
+
+inline constexpr const char* kShortClass = "short";
+inline constexpr const char* kLongClass = "long";
+
 struct LevelResult {
   std::optional<int> concurrency;      // requests in flight at most (null: no cap, with a request rate)
   std::optional<double> request_rate;  // Poisson arrivals per second (null: all at once, capped by concurrency)
@@ -33,7 +51,8 @@ struct LevelResult {
   std::map<std::string, std::string> error_samples;  // kind → the first message seen
   GpuSummary gpu;
   int peak_in_flight = 0;
-  double client_cpu_seconds = 0;  // CPU time of the load generator's event-loop thread
+  double client_cpu_seconds = 0;               // CPU time of the load generator's event-loop thread
+  std::map<std::string, ClassResult> classes;  // kShortClass and kLongClass with long requests; else empty
 };
 
 struct BenchReport {
@@ -46,6 +65,12 @@ struct BenchReport {
   int output_len = 0;
   int num_prompts = 0;
   uint64_t seed = 0;
+  // Mixed workload: long requests per level beside the num_prompts short ones (0: none), their prompt and output
+  // lengths and how many of them are in flight at most.
+  int long_requests = 0;
+  int long_input_len = 0;
+  int long_output_len = 0;
+  int long_concurrency = 0;
   std::string started_at;  // UTC, ISO 8601
   std::vector<LevelResult> levels;
 };

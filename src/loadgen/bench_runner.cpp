@@ -21,6 +21,8 @@ namespace {
 
 // Different prompts for every level: repeated prompts would be served from the prefix or response cache.
 constexpr uint64_t kLevelSeedStride = 0x9E3779B97F4A7C15ull;
+// And long prompts unlike the short ones of the same level.
+constexpr uint64_t kLongPromptSeed = 0xD1B54A32D192ED03ull;
 
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
@@ -46,10 +48,32 @@ std::string first_model_id(const CurlApi& curl, const std::string& base_url, con
   return json["data"][0]["id"].get<std::string>();
 }
 
+// The level's short prompts, then its long ones.
 std::vector<PromptSpec> level_prompts(const BenchOptions& o, size_t level, const std::optional<Tokenizer>& tokenizer) {
-  if (o.dataset != "random") return load_jsonl_prompts(o.dataset, o.num_prompts);
-  return random_prompts(o.num_prompts, o.input_len, o.seed + kLevelSeedStride * level,
-                        tokenizer ? &*tokenizer : nullptr);
+  const Tokenizer* exact = tokenizer ? &*tokenizer : nullptr;
+  const uint64_t seed = o.seed + kLevelSeedStride * level;
+  std::vector<PromptSpec> prompts = o.dataset != "random" ? load_jsonl_prompts(o.dataset, o.num_prompts)
+                                                          : random_prompts(o.num_prompts, o.input_len, seed, exact);
+  if (o.long_requests == 0) return prompts;
+  for (PromptSpec& prompt : random_prompts(o.long_requests, o.long_input_len, seed ^ kLongPromptSeed, exact)) {
+    prompt.output_len = o.long_output_len > 0 ? o.long_output_len : o.output_len;
+    prompts.push_back(std::move(prompt));
+  }
+  return prompts;
+}
+
+void validate_long_requests(const BenchOptions& o) {
+  if (o.long_requests < 0) throw Error(ErrorKind::kInvalidArgument, "--long-requests must be at least 0");
+  if (o.long_input_len < 0) throw Error(ErrorKind::kInvalidArgument, "--long-input-len must be at least 0");
+  if (o.long_requests > 0 && o.long_input_len == 0)
+    throw Error(ErrorKind::kInvalidArgument, "--long-requests " + std::to_string(o.long_requests) +
+                                                 " needs --long-input-len (tokens of each long prompt)");
+  if (o.long_requests == 0 && o.long_input_len > 0)
+    throw Error(ErrorKind::kInvalidArgument, "--long-input-len " + std::to_string(o.long_input_len) +
+                                                 " needs --long-requests (long requests per level, at least 1)");
+  if (o.long_output_len < 0)
+    throw Error(ErrorKind::kInvalidArgument, "--long-output-len must not be negative (0: --output-len)");
+  if (o.long_concurrency < 1) throw Error(ErrorKind::kInvalidArgument, "--long-concurrency must be at least 1");
 }
 
 }  // namespace
@@ -82,6 +106,7 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
   for (double r : o.request_rates)
     if (!(r > 0) || !std::isfinite(r))
       throw Error(ErrorKind::kInvalidArgument, "--request-rate values must be positive numbers");
+  validate_long_requests(o);
 
   CurlSession curl("bench serve");
   const std::string base = server_base_url(o.url);
@@ -95,10 +120,17 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
   report.output_len = o.output_len;
   report.num_prompts = o.num_prompts;
   report.seed = o.seed;
+  if (o.long_requests > 0) {
+    report.long_requests = o.long_requests;
+    report.long_input_len = o.long_input_len;
+    report.long_output_len = o.long_output_len > 0 ? o.long_output_len : o.output_len;
+    report.long_concurrency = o.long_concurrency;
+  }
   report.started_at = utc_now_iso8601();
 
   std::optional<Tokenizer> tokenizer;
-  if (!o.tokenizer_dir.empty() && o.dataset == "random") tokenizer = Tokenizer::from_model_dir(o.tokenizer_dir);
+  if (!o.tokenizer_dir.empty() && (o.dataset == "random" || o.long_requests > 0))
+    tokenizer = Tokenizer::from_model_dir(o.tokenizer_dir);
   const RequestShape shape{.model = report.model, .chat = o.chat, .output_len = o.output_len};
   StreamClient client(curl.api(), StreamTarget{.url = base + report.endpoint,
                                                .api_key = o.api_key,
@@ -110,6 +142,8 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
     std::vector<std::string> bodies;
     for (const PromptSpec& prompt : prompts) bodies.push_back(request_body(shape, prompt));
     LoadSchedule schedule;
+    schedule.side_requests = static_cast<size_t>(o.long_requests);
+    schedule.side_max_in_flight = o.long_concurrency;
     LevelResult key;
     if (!o.concurrencies.empty()) {
       schedule.max_in_flight = o.concurrencies[i];
@@ -122,9 +156,9 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
     }
     const std::string name = level_name(key);
     GpuSampler sampler(curl.api(), base + "/metrics", o.api_key, o.metrics_interval_seconds);
-    const LoadRun run =
-        client.run(bodies, schedule, [&](const LoadProgress& p) { progress.update(name, o.num_prompts, p); });
-    LevelResult level = level_result(run, prompts);
+    const int total = static_cast<int>(bodies.size());
+    const LoadRun run = client.run(bodies, schedule, [&](const LoadProgress& p) { progress.update(name, total, p); });
+    LevelResult level = level_result(run, prompts, static_cast<size_t>(o.num_prompts));
     level.gpu = sampler.stop();
     level.concurrency = key.concurrency;
     level.request_rate = key.request_rate;

@@ -23,6 +23,13 @@ struct BenchOptions {
   std::string dataset = "random";  // "random" or a JSONL file (see workload.h)
   int input_len = 1024;
   int output_len = 128;
+  // Mixed workload: long_requests long prompts of long_input_len tokens (random, like --input-len) per level, beside
+  // the level's num_prompts requests and outside its concurrency or rate, at most long_concurrency in flight;
+  // long_output_len 0: output_len. The report then has per-class numbers (short vs long).
+  int long_requests = 0;
+  int long_input_len = 0;
+  int long_output_len = 0;
+  int long_concurrency = 1;
   uint64_t seed = 0;
   std::string tokenizer_dir;  // random prompts of exactly input_len tokens with this tokenizer.json; empty: words
   std::string label = "run";

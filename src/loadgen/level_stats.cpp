@@ -4,25 +4,23 @@
 
 namespace qinfer::loadgen {
 
-LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prompts) {
-  QINFER_CHECK(run.records.size() == prompts.size(), "one prompt per record");
-  LevelResult level;
-  level.num_requests = static_cast<int>(run.records.size());
-  level.duration_s = run.duration_s;
-  level.peak_in_flight = run.peak_in_flight;
-  level.client_cpu_seconds = run.client_cpu_seconds;
+namespace {
+
+// The records [begin, end) of a run as one class.
+ClassResult class_result(const LoadRun& run, const std::vector<PromptSpec>& prompts, size_t begin, size_t end) {
+  ClassResult result;
+  result.num_requests = static_cast<int>(end - begin);
   std::vector<double> ttft, tpot, itl, e2e;
-  for (size_t i = 0; i < run.records.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const RequestRecord& r = run.records[i];
     if (!r.ok()) {
-      ++level.failed;
-      if (level.errors[r.error_kind]++ == 0) level.error_samples[r.error_kind] = r.error_message;
+      ++result.failed;
       continue;
     }
-    ++level.completed;
+    ++result.completed;
     const long output_tokens = r.output_tokens();
-    level.total_output_tokens += output_tokens;
-    level.total_input_tokens += r.usage_prompt_tokens.value_or(prompts[i].prompt_tokens.value_or(0));
+    result.total_output_tokens += output_tokens;
+    result.total_input_tokens += r.usage_prompt_tokens.value_or(prompts[i].prompt_tokens.value_or(0));
     e2e.push_back(r.latency_s * 1e3);
     if (r.text_arrivals_s.empty()) continue;
     const double first = r.text_arrivals_s.front();
@@ -31,16 +29,45 @@ LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prom
       itl.push_back((r.text_arrivals_s[k] - r.text_arrivals_s[k - 1]) * 1e3);
     if (output_tokens > 1) tpot.push_back((r.latency_s - first) * 1e3 / static_cast<double>(output_tokens - 1));
   }
+  if (run.duration_s > 0) result.output_throughput = static_cast<double>(result.total_output_tokens) / run.duration_s;
+  result.ttft_ms = summarize(std::move(ttft));
+  result.tpot_ms = summarize(std::move(tpot));
+  result.itl_ms = summarize(std::move(itl));
+  result.e2e_ms = summarize(std::move(e2e));
+  return result;
+}
+
+}  // namespace
+
+LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prompts, size_t num_short) {
+  QINFER_CHECK(run.records.size() == prompts.size(), "one prompt per record");
+  QINFER_CHECK(num_short <= run.records.size(), "short requests come first");
+  const ClassResult all = class_result(run, prompts, 0, run.records.size());
+  LevelResult level;
+  level.num_requests = all.num_requests;
+  level.completed = all.completed;
+  level.failed = all.failed;
+  level.total_input_tokens = all.total_input_tokens;
+  level.total_output_tokens = all.total_output_tokens;
+  level.output_throughput = all.output_throughput;
+  level.ttft_ms = all.ttft_ms;
+  level.tpot_ms = all.tpot_ms;
+  level.itl_ms = all.itl_ms;
+  level.e2e_ms = all.e2e_ms;
+  level.duration_s = run.duration_s;
+  level.peak_in_flight = run.peak_in_flight;
+  level.client_cpu_seconds = run.client_cpu_seconds;
+  for (const RequestRecord& r : run.records)
+    if (!r.ok() && level.errors[r.error_kind]++ == 0) level.error_samples[r.error_kind] = r.error_message;
   if (run.duration_s > 0) {
     level.request_throughput = level.completed / run.duration_s;
-    level.output_throughput = static_cast<double>(level.total_output_tokens) / run.duration_s;
     level.total_token_throughput =
         static_cast<double>(level.total_input_tokens + level.total_output_tokens) / run.duration_s;
   }
-  level.ttft_ms = summarize(std::move(ttft));
-  level.tpot_ms = summarize(std::move(tpot));
-  level.itl_ms = summarize(std::move(itl));
-  level.e2e_ms = summarize(std::move(e2e));
+  if (num_short < run.records.size()) {
+    level.classes[kShortClass] = class_result(run, prompts, 0, num_short);
+    level.classes[kLongClass] = class_result(run, prompts, num_short, run.records.size());
+  }
   return level;
 }
 

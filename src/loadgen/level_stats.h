@@ -1,6 +1,7 @@
 // Turns the records of one load level into its LevelResult (throughputs, latency distributions, errors).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "loadgen/bench_report.h"
@@ -10,7 +11,9 @@
 namespace qinfer::loadgen {
 
 // prompts[i] is what records[i] sent (for prompt token counts when the server sent no usage). Throughputs and
-// latencies count completed requests only; failed ones are counted under `errors`.
-LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prompts);
+// latencies count completed requests only; failed ones are counted under `errors`. Records from num_short on are the
+// long requests of a mixed workload: the level then also has a ClassResult for each class (num_short equal to the
+// number of records: no long requests, no classes).
+LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prompts, size_t num_short);
 
 }  // namespace qinfer::loadgen

@@ -28,32 +28,42 @@ Json gpu_json(const GpuSummary& g) {
           {"memory_total_bytes", optional_json(g.memory_total_bytes)}};
 }
 
+// The numbers a level and each of its classes share (LevelResult and ClassResult name them alike).
+template <typename Result>
+Json request_numbers_json(const Result& r) {
+  return {{"num_requests", r.num_requests},
+          {"completed", r.completed},
+          {"failed", r.failed},
+          {"output_throughput", r.output_throughput},
+          {"total_input_tokens", r.total_input_tokens},
+          {"total_output_tokens", r.total_output_tokens},
+          {"ttft_ms", distribution_json(r.ttft_ms)},
+          {"tpot_ms", distribution_json(r.tpot_ms)},
+          {"itl_ms", distribution_json(r.itl_ms)},
+          {"e2e_ms", distribution_json(r.e2e_ms)}};
+}
+
 Json level_json(const LevelResult& l) {
   Json errors = Json::object();
   for (const auto& [kind, count] : l.errors) errors[kind] = count;
   Json samples = Json::object();
   for (const auto& [kind, message] : l.error_samples) samples[kind] = message;
-  return {{"name", level_name(l)},
-          {"concurrency", optional_json(l.concurrency)},
-          {"request_rate", optional_json(l.request_rate)},
-          {"num_requests", l.num_requests},
-          {"completed", l.completed},
-          {"failed", l.failed},
-          {"duration_s", l.duration_s},
-          {"request_throughput", l.request_throughput},
-          {"output_throughput", l.output_throughput},
-          {"total_token_throughput", l.total_token_throughput},
-          {"total_input_tokens", l.total_input_tokens},
-          {"total_output_tokens", l.total_output_tokens},
-          {"ttft_ms", distribution_json(l.ttft_ms)},
-          {"tpot_ms", distribution_json(l.tpot_ms)},
-          {"itl_ms", distribution_json(l.itl_ms)},
-          {"e2e_ms", distribution_json(l.e2e_ms)},
-          {"errors", errors},
-          {"error_samples", samples},
-          {"gpu", gpu_json(l.gpu)},
-          {"peak_in_flight", l.peak_in_flight},
-          {"client_cpu_seconds", l.client_cpu_seconds}};
+  Json classes = Json::object();
+  for (const auto& [name, c] : l.classes) classes[name] = request_numbers_json(c);
+  Json json = request_numbers_json(l);
+  json.update({{"name", level_name(l)},
+               {"concurrency", optional_json(l.concurrency)},
+               {"request_rate", optional_json(l.request_rate)},
+               {"duration_s", l.duration_s},
+               {"request_throughput", l.request_throughput},
+               {"total_token_throughput", l.total_token_throughput},
+               {"errors", errors},
+               {"error_samples", samples},
+               {"gpu", gpu_json(l.gpu)},
+               {"peak_in_flight", l.peak_in_flight},
+               {"client_cpu_seconds", l.client_cpu_seconds},
+               {"classes", classes}});
+  return json;
 }
 
 template <typename T>
@@ -85,24 +95,36 @@ GpuSummary gpu_from(const Json& g, const std::filesystem::path& file) {
   return summary;
 }
 
+template <typename Result>
+void read_request_numbers(const Json& obj, const std::filesystem::path& file, Result& r) {
+  r.num_requests = json_field<int>(obj, "num_requests", file);
+  r.completed = json_field<int>(obj, "completed", file);
+  r.failed = json_field<int>(obj, "failed", file);
+  r.output_throughput = json_field<double>(obj, "output_throughput", file);
+  r.total_input_tokens = json_field<int64_t>(obj, "total_input_tokens", file);
+  r.total_output_tokens = json_field<int64_t>(obj, "total_output_tokens", file);
+  r.ttft_ms = distribution_from(obj, "ttft_ms", file);
+  r.tpot_ms = distribution_from(obj, "tpot_ms", file);
+  r.itl_ms = distribution_from(obj, "itl_ms", file);
+  r.e2e_ms = distribution_from(obj, "e2e_ms", file);
+}
+
+ClassResult class_from(const Json& c, const std::filesystem::path& file) {
+  if (!c.is_object()) throw Error(ErrorKind::kFormat, file.string() + ": each of 'classes' expected an object");
+  ClassResult result;
+  read_request_numbers(c, file, result);
+  return result;
+}
+
 LevelResult level_from(const Json& l, const std::filesystem::path& file) {
   if (!l.is_object()) throw Error(ErrorKind::kFormat, file.string() + ": each of 'levels' expected an object");
   LevelResult level;
   level.concurrency = optional_field<int>(l, "concurrency", file);
   level.request_rate = optional_field<double>(l, "request_rate", file);
-  level.num_requests = json_field<int>(l, "num_requests", file);
-  level.completed = json_field<int>(l, "completed", file);
-  level.failed = json_field<int>(l, "failed", file);
+  read_request_numbers(l, file, level);
   level.duration_s = json_field<double>(l, "duration_s", file);
   level.request_throughput = json_field<double>(l, "request_throughput", file);
-  level.output_throughput = json_field<double>(l, "output_throughput", file);
   level.total_token_throughput = json_field<double>(l, "total_token_throughput", file);
-  level.total_input_tokens = json_field<int64_t>(l, "total_input_tokens", file);
-  level.total_output_tokens = json_field<int64_t>(l, "total_output_tokens", file);
-  level.ttft_ms = distribution_from(l, "ttft_ms", file);
-  level.tpot_ms = distribution_from(l, "tpot_ms", file);
-  level.itl_ms = distribution_from(l, "itl_ms", file);
-  level.e2e_ms = distribution_from(l, "e2e_ms", file);
   if (l.contains("errors") && l.at("errors").is_object())
     for (const auto& [kind, count] : l.at("errors").items())
       level.errors[kind] = json_field<int>(l.at("errors"), kind, file);
@@ -112,6 +134,8 @@ LevelResult level_from(const Json& l, const std::filesystem::path& file) {
   if (l.contains("gpu") && l.at("gpu").is_object()) level.gpu = gpu_from(l.at("gpu"), file);
   level.peak_in_flight = json_field_or<int>(l, "peak_in_flight", 0, file);
   level.client_cpu_seconds = json_field_or<double>(l, "client_cpu_seconds", 0, file);
+  if (l.contains("classes") && l.at("classes").is_object())
+    for (const auto& [name, c] : l.at("classes").items()) level.classes[name] = class_from(c, file);
   return level;
 }
 
@@ -130,6 +154,10 @@ nlohmann::json report_to_json(const BenchReport& r) {
           {"output_len", r.output_len},
           {"num_prompts", r.num_prompts},
           {"seed", static_cast<int64_t>(r.seed)},
+          {"long_requests", r.long_requests},
+          {"long_input_len", r.long_input_len},
+          {"long_output_len", r.long_output_len},
+          {"long_concurrency", r.long_concurrency},
           {"started_at", r.started_at},
           {"levels", levels}};
 }
@@ -150,6 +178,10 @@ BenchReport report_from_json(const nlohmann::json& json, const std::filesystem::
   r.output_len = json_field_or<int>(json, "output_len", 0, file);
   r.num_prompts = json_field_or<int>(json, "num_prompts", 0, file);
   r.seed = static_cast<uint64_t>(json_field_or<int64_t>(json, "seed", 0, file));
+  r.long_requests = json_field_or<int>(json, "long_requests", 0, file);
+  r.long_input_len = json_field_or<int>(json, "long_input_len", 0, file);
+  r.long_output_len = json_field_or<int>(json, "long_output_len", 0, file);
+  r.long_concurrency = json_field_or<int>(json, "long_concurrency", 0, file);
   r.started_at = json_field_or<std::string>(json, "started_at", "", file);
   const Json& levels = json.contains("levels") ? json.at("levels") : Json();
   if (!levels.is_array()) throw Error(ErrorKind::kFormat, file.string() + ": field 'levels' expected an array");

@@ -48,6 +48,26 @@ void append_row(std::string& out, std::initializer_list<std::string_view> cells)
   out += "\n";
 }
 
+// Mixed workloads: how the short requests fare beside the long ones.
+void append_class_table(std::string& out, const BenchReport& r) {
+  out += "Per class: " + std::to_string(r.long_requests) + " long requests of " + std::to_string(r.long_input_len) +
+         " / " + std::to_string(r.long_output_len) + " tokens per level, at most " +
+         std::to_string(r.long_concurrency) + " in flight, beside the others. TTFT as P50 / P90 / P99 ms, ITL as " +
+         "P50 / P99 ms.\n\n";
+  append_row(out, {"level", "class", "ok", "output tok/s", "TTFT", "ITL"});
+  append_row(out, {"---", "---", "---:", "---:", "---:", "---:"});
+  for (const LevelResult& l : r.levels)
+    for (const auto& [name, c] : l.classes) {
+      const std::string ttft = c.ttft_ms ? format("%.1f", c.ttft_ms->p50) + " / " + format("%.1f", c.ttft_ms->p90) +
+                                               " / " + format("%.1f", c.ttft_ms->p99)
+                                         : "–";
+      const std::string itl = c.itl_ms ? format("%.1f", c.itl_ms->p50) + " / " + format("%.1f", c.itl_ms->p99) : "–";
+      append_row(out, {level_name(l), name, std::to_string(c.completed) + "/" + std::to_string(c.num_requests),
+                       format("%.1f", c.output_throughput), ttft, itl});
+    }
+  out += "\n";
+}
+
 void append_run_table(std::string& out, const BenchReport& r) {
   out += "### " + r.label + "\n\n";
   out += "`" + r.endpoint + "` at " + r.url + ", model `" + r.model + "`, dataset " + r.dataset + ", input " +
@@ -65,6 +85,8 @@ void append_run_table(std::string& out, const BenchReport& r) {
               distribution_cell(l.itl_ms), distribution_cell(l.e2e_ms), null_or(l.gpu.utilization_mean, "%.0f %%", 100),
               null_or(l.gpu.memory_used_peak_bytes, "%.2f", 1 / kBytesPerGiB)});
   out += "\n";
+  if (std::any_of(r.levels.begin(), r.levels.end(), [](const LevelResult& l) { return !l.classes.empty(); }))
+    append_class_table(out, r);
 }
 
 bool same_level(const LevelResult& a, const LevelResult& b) {

@@ -167,7 +167,9 @@ StreamClient::~StreamClient() = default;
 
 LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSchedule& schedule,
                           const std::function<void(const LoadProgress&)>& on_progress) {
-  QINFER_CHECK(schedule.arrivals_s.empty() || schedule.arrivals_s.size() == bodies.size(), "one arrival per body");
+  QINFER_CHECK(schedule.side_requests <= bodies.size() && schedule.side_max_in_flight >= 1, "bad side lane");
+  const size_t num_main = bodies.size() - schedule.side_requests;
+  QINFER_CHECK(schedule.arrivals_s.empty() || schedule.arrivals_s.size() == num_main, "one arrival per body");
   curl_slist* headers = nullptr;
   headers = curl_.slist_append(headers, "Content-Type: application/json");
   headers = curl_.slist_append(headers, "Accept: text/event-stream");
@@ -176,13 +178,16 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
     headers = curl_.slist_append(headers, ("Authorization: Bearer " + target_.api_key).c_str());
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers_owner(headers, curl_.slist_free_all);
 
-  ensure_open_file_limit(schedule.max_in_flight > 0 ? static_cast<size_t>(schedule.max_in_flight) : bodies.size());
+  ensure_open_file_limit((schedule.max_in_flight > 0 ? static_cast<size_t>(schedule.max_in_flight) : num_main) +
+                         std::min(schedule.side_requests, static_cast<size_t>(schedule.side_max_in_flight)));
   LoadRun result;
   result.records.resize(bodies.size());
   std::vector<std::unique_ptr<Transfer>> transfers(bodies.size());
   LoadProgress progress;
-  size_t next = 0;
-  int in_flight = 0;
+  size_t next = 0;              // of the main bodies
+  size_t next_side = num_main;  // of the side lane's
+  int in_flight = 0;            // main bodies
+  int side_in_flight = 0;
   const Clock::time_point start = Clock::now();
   const double cpu_start = thread_cpu_seconds();
   Clock::time_point last_progress = start;
@@ -209,9 +214,9 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
     t->record.start_s = since_start(t->sent);
     curl_.multi_add_handle(loop_->multi, e);
     transfers[i] = std::move(t);
-    ++in_flight;
+    ++(i < num_main ? in_flight : side_in_flight);
     ++progress.started;
-    result.peak_in_flight = std::max(result.peak_in_flight, in_flight);
+    result.peak_in_flight = std::max(result.peak_in_flight, in_flight + side_in_flight);
   };
   const auto finish_transfer = [&](CURL* easy, CURLcode code) {
     Transfer* t = nullptr;
@@ -233,7 +238,7 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
     curl_.easy_cleanup(easy);
     if (!r.ok()) ++progress.failed;
     ++progress.finished;
-    --in_flight;
+    --(t->index < num_main ? in_flight : side_in_flight);
     result.records[t->index] = std::move(r);
     transfers[t->index].reset();
   };
@@ -241,15 +246,16 @@ LoadRun StreamClient::run(const std::vector<std::string>& bodies, const LoadSche
   std::array<epoll_event, 256> events;
   while (progress.finished < static_cast<int>(bodies.size())) {
     Clock::time_point now = Clock::now();
-    while (next < bodies.size() && (schedule.max_in_flight <= 0 || in_flight < schedule.max_in_flight) &&
+    while (next < num_main && (schedule.max_in_flight <= 0 || in_flight < schedule.max_in_flight) &&
            (schedule.arrivals_s.empty() || schedule.arrivals_s[next] <= since_start(now)))
       start_transfer(next++);
+    while (next_side < bodies.size() && side_in_flight < schedule.side_max_in_flight) start_transfer(next_side++);
 
     // Sleep until a socket is ready, libcurl's timer, the next arrival or the next progress report.
     Clock::time_point wake = last_progress + std::chrono::duration_cast<Clock::duration>(
                                                  std::chrono::duration<double>(kProgressIntervalSeconds));
     if (loop_->timer_deadline) wake = std::min(wake, *loop_->timer_deadline);
-    if (next < bodies.size() && !schedule.arrivals_s.empty() &&
+    if (next < num_main && !schedule.arrivals_s.empty() &&
         (schedule.max_in_flight <= 0 || in_flight < schedule.max_in_flight))
       wake = std::min(wake, start + std::chrono::duration_cast<Clock::duration>(
                                         std::chrono::duration<double>(schedule.arrivals_s[next])));

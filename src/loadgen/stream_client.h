@@ -20,10 +20,14 @@ struct StreamTarget {
 };
 
 // When requests start: at most max_in_flight at once (0: no cap), and request i not before arrivals_s[i] (seconds
-// from the start of the run; empty: as soon as a slot is free).
+// from the start of the run; empty: as soon as a slot is free). The last side_requests bodies are a second lane beside
+// that schedule (the long prompts of a mixed workload): started in order from the start of the run, at most
+// side_max_in_flight of them at once, outside max_in_flight and the arrivals (which then cover the other bodies).
 struct LoadSchedule {
   int max_in_flight = 0;
   std::vector<double> arrivals_s;
+  size_t side_requests = 0;
+  int side_max_in_flight = 1;
 };
 
 struct LoadProgress {

@@ -1,6 +1,6 @@
 // `qinfer bench serve` against a real `qinfer serve` on the tiny model: a small concurrency sweep over
 // /v1/completions, then /v1/chat/completions compared with the first run; checks every JSON field, the Markdown rows
-// and the SVG lines. Environment: see tests/loadgen/CMakeLists.txt (QINFER_BIN, QINFER_TEST_MODEL,
+// and the SVG lines; then a mixed workload (long prompts beside short ones) and its per-class numbers. Environment: see tests/loadgen/CMakeLists.txt (QINFER_BIN, QINFER_TEST_MODEL,
 // QINFER_TOKENIZER_DIR, QINFER_BENCH_OUT).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -109,6 +109,59 @@ test('chat sweep compared with the first run', async () => {
     for (const level of ['c=1', 'c=4']) assert.match(markdown, new RegExp(`^\\| ${level} \\| ${label} \\|`, 'm'));
   assert.match(markdown, /^\| chat \| 4 \|/m);  // max concurrency without errors
   assert.equal(fs.readFileSync(files[2], 'utf8').match(/<polyline /g).length, 4);
+});
+
+test('a mixed workload reports the short and the long requests apart', async () => {
+  const LONG_LEN = 400;
+  const LONG_OUT = 4;
+  const file = path.join(OUT, 'mixed.json');
+  const res = await runBench([...common().map((a) => (a === '1,4' ? '4' : a)), '--long-requests', '2',
+    '--long-input-len', String(LONG_LEN), '--long-output-len', String(LONG_OUT), '--label', 'mixed', '--json', file]);
+  assert.equal(res.code, 0, res.stderr);
+  const report = JSON.parse(fs.readFileSync(file, 'utf8'));
+  assert.equal(report.long_requests, 2);
+  assert.equal(report.long_input_len, LONG_LEN);
+  assert.equal(report.long_output_len, LONG_OUT);
+  assert.equal(report.long_concurrency, 1);
+  assert.equal(report.levels.length, 1);
+  const level = report.levels[0];
+  assert.equal(level.num_requests, NUM_PROMPTS + 2);
+  assert.equal(level.completed, NUM_PROMPTS + 2, JSON.stringify(level.error_samples));
+  assert.ok(level.peak_in_flight >= 2 && level.peak_in_flight <= 5, `peak ${level.peak_in_flight}`);
+  assert.deepEqual(Object.keys(level.classes).sort(), ['long', 'short']);
+  const expected = { short: [NUM_PROMPTS, INPUT_LEN, OUTPUT_LEN], long: [2, LONG_LEN, LONG_OUT] };
+  for (const [name, [count, inputLen, outputLen]] of Object.entries(expected)) {
+    const c = level.classes[name];
+    const where = `class ${name}`;
+    assert.equal(c.num_requests, count, where);
+    assert.equal(c.completed, count, where);
+    assert.equal(c.failed, 0, where);
+    assert.equal(c.total_input_tokens, count * inputLen, where);
+    assert.equal(c.total_output_tokens, count * outputLen, where);
+    assert.ok(c.output_throughput > 0, where);
+    for (const key of ['ttft_ms', 'tpot_ms', 'itl_ms', 'e2e_ms']) checkDistribution(c[key], `${where}.${key}`);
+  }
+  assert.equal(level.total_output_tokens, NUM_PROMPTS * OUTPUT_LEN + 2 * LONG_OUT);
+  assert.ok(Math.abs(level.classes.short.output_throughput + level.classes.long.output_throughput -
+    level.output_throughput) < 1e-6);
+  assert.match(res.stdout, /^\| c=4 \| long \| 2\/2 \|/m);
+  assert.match(res.stdout, /^\| c=4 \| short \| 8\/8 \|/m);
+});
+
+test('bad mixed-workload flags are clear errors with exit code 2', async () => {
+  const base = ['--url', 'http://127.0.0.1:9', '--concurrency', '1', '--num-prompts', '1'];
+  const cases = [
+    [['--long-requests', '2'], /--long-requests 2 needs --long-input-len/],
+    [['--long-input-len', '512'], /--long-input-len 512 needs --long-requests/],
+    [['--long-requests', '1', '--long-input-len', '512', '--long-concurrency', '0'], /--long-concurrency must be/],
+    [['--long-requests', '-1'], /--long-requests must be at least 0/],
+    [['--long-requests', 'many'], /--long-requests/],
+  ];
+  for (const [flags, message] of cases) {
+    const res = await runBench([...base, ...flags]);
+    assert.equal(res.code, 2, `${flags.join(' ')}: ${res.stderr}`);
+    assert.match(res.stderr, message, flags.join(' '));
+  }
 });
 
 test('an unreachable server is a clear error with exit code 7', async () => {

@@ -31,7 +31,7 @@ TEST(LevelStats, LatenciesThroughputAndErrors) {
   std::vector<PromptSpec> prompts(3);
   prompts[1].prompt_tokens = 99;  // usage wins over the local count
 
-  const LevelResult level = level_result(run, prompts);
+  const LevelResult level = level_result(run, prompts, prompts.size());
   EXPECT_EQ(level.num_requests, 3);
   EXPECT_EQ(level.completed, 2);
   EXPECT_EQ(level.failed, 1);
@@ -51,13 +51,44 @@ TEST(LevelStats, LatenciesThroughputAndErrors) {
   EXPECT_NEAR(level.e2e_ms->p50, 600, 1e-9);
 }
 
+TEST(LevelStats, MixedWorkloadHasPerClassNumbers) {
+  LoadRun run;
+  run.duration_s = 4;
+  run.records.push_back(ok_record({0.1, 0.2}, 0.3, 2));       // short
+  run.records.push_back(ok_record({0.2, 0.5}, 0.6, 2));       // short
+  run.records.push_back(ok_record({2.0, 2.1, 2.2}, 2.3, 3));  // long: the first token after its prefill
+  RequestRecord failed;
+  failed.error_kind = "timeout";
+  run.records.push_back(failed);  // long
+  const LevelResult level = level_result(run, std::vector<PromptSpec>(4), 2);
+  EXPECT_EQ(level.num_requests, 4);
+  EXPECT_EQ(level.total_output_tokens, 7);
+  ASSERT_EQ(level.classes.size(), 2u);
+  const ClassResult& chats = level.classes.at(kShortClass);
+  const ClassResult& documents = level.classes.at(kLongClass);
+  EXPECT_EQ(chats.num_requests, 2);
+  EXPECT_EQ(chats.completed, 2);
+  EXPECT_EQ(documents.num_requests, 2);
+  EXPECT_EQ(documents.completed, 1);
+  EXPECT_EQ(documents.failed, 1);
+  EXPECT_DOUBLE_EQ(chats.output_throughput, 1);  // 4 tokens in 4 s
+  EXPECT_DOUBLE_EQ(documents.output_throughput, 0.75);
+  ASSERT_TRUE(chats.ttft_ms && documents.ttft_ms && chats.itl_ms && documents.itl_ms);
+  EXPECT_NEAR(chats.ttft_ms->p50, 150, 1e-9);
+  EXPECT_NEAR(documents.ttft_ms->p50, 2000, 1e-9);
+  EXPECT_EQ(chats.itl_ms->count, 2u);  // 100 and 300 ms
+  EXPECT_NEAR(chats.itl_ms->p99, 298, 1e-9);
+  EXPECT_EQ(documents.itl_ms->count, 2u);
+  EXPECT_TRUE(level_result(run, std::vector<PromptSpec>(4), 4).classes.empty()) << "no long requests, no classes";
+}
+
 TEST(LevelStats, NothingCompletedGivesNullLatencies) {
   LoadRun run;
   run.duration_s = 1;
   RequestRecord failed;
   failed.error_kind = "connect";
   run.records.push_back(failed);
-  const LevelResult level = level_result(run, std::vector<PromptSpec>(1));
+  const LevelResult level = level_result(run, std::vector<PromptSpec>(1), 1);
   EXPECT_FALSE(level.ttft_ms || level.tpot_ms || level.itl_ms || level.e2e_ms);
   EXPECT_EQ(level.output_throughput, 0);
 }

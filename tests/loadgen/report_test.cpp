@@ -96,6 +96,48 @@ TEST(ReportJson, RoundTripsAndKeepsNulls) {
   EXPECT_EQ(report_to_json(back), json);
 }
 
+BenchReport mixed_report() {
+  BenchReport r = sample_report("mixed", 100);
+  r.long_requests = 2;
+  r.long_input_len = 4096;
+  r.long_output_len = 8;
+  r.long_concurrency = 1;
+  for (LevelResult& l : r.levels) {
+    ClassResult& chats = l.classes[kShortClass];
+    chats.num_requests = chats.completed = 8;
+    chats.output_throughput = 30;
+    chats.ttft_ms = Distribution{8, 20, 18, 25, 31};
+    chats.itl_ms = Distribution{56, 5, 4, 6, 9.5};
+    ClassResult& documents = l.classes[kLongClass];
+    documents.num_requests = documents.completed = 2;
+    documents.output_throughput = 4;
+    documents.ttft_ms = Distribution{2, 900, 880, 950, 990};
+  }
+  return r;
+}
+
+TEST(ReportJson, MixedWorkloadClassesRoundTrip) {
+  const nlohmann::json json = report_to_json(mixed_report());
+  EXPECT_EQ(json["long_requests"], 2);
+  EXPECT_EQ(json["long_input_len"], 4096);
+  const nlohmann::json& classes = json["levels"][0]["classes"];
+  EXPECT_EQ(classes["short"]["ttft_ms"]["p99"], 31);
+  EXPECT_EQ(classes["short"]["itl_ms"]["p50"], 4);
+  EXPECT_EQ(classes["long"]["num_requests"], 2);
+  EXPECT_TRUE(classes["long"]["itl_ms"].is_null());
+  EXPECT_EQ(report_to_json(report_from_json(nlohmann::json::parse(json.dump()), "x.json")), json);
+  EXPECT_TRUE(report_to_json(sample_report("plain", 1))["levels"][0]["classes"].empty());
+}
+
+TEST(ReportMarkdown, MixedWorkloadHasAPerClassTable) {
+  const std::string markdown = markdown_report(mixed_report(), nullptr);
+  EXPECT_NE(markdown.find("2 long requests of 4096 / 8 tokens"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| c=4 | short | 8/8 | 30.0 | 18.0 / 25.0 / 31.0 | 4.0 / 9.5 |"), std::string::npos)
+      << markdown;
+  EXPECT_NE(markdown.find("| c=1 | long | 2/2 | 4.0 | 880.0 / 950.0 / 990.0 | – |"), std::string::npos) << markdown;
+  EXPECT_EQ(markdown_report(sample_report("plain", 1), nullptr).find("| class |"), std::string::npos);
+}
+
 TEST(ReportJson, WrongSchemaIsAFormatError) {
   nlohmann::json json = report_to_json(sample_report("a", 1));
   json["schema"] = "something.else";

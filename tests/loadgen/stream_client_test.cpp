@@ -1,5 +1,5 @@
 // StreamClient against an in-process Boost.Beast server that streams, fails and hangs on purpose: token events and
-// usage are measured, every error kind is classified, the concurrency cap and arrival times hold.
+// usage are measured, every error kind is classified, the concurrency cap, arrival times and the side lane hold.
 #include "loadgen/stream_client.h"
 
 #include <gtest/gtest.h>
@@ -79,17 +79,19 @@ class FakeServer {
       http::write_header(socket, serializer, error);
       auto send = [&](const std::string& data) { net::write(socket, http::make_chunk(net::buffer(data)), error); };
       if (prompt == "hang") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      if (prompt == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      const bool complete = prompt == "ok" || prompt == "slow";  // a whole stream with usage and [DONE]
       const std::string token = "data: {\"choices\":[{\"text\":\"t\"}]}\n\n";
       if (prompt == "stream_error") {
         send("data: {\"error\":{\"message\":\"engine died\"}}\n\ndata: [DONE]\n\n");
       } else {
-        const int tokens = prompt == "ok" ? kTokens : 2;
+        const int tokens = complete ? kTokens : 2;
         for (int i = 0; i < tokens; ++i) {
           send(token);
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
         if (prompt == "abort") return;  // the connection is dropped without the final chunk
-        if (prompt == "ok")
+        if (complete)
           send("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n");
       }
       net::write(socket, http::make_chunk_last(), error);
@@ -141,15 +143,35 @@ TEST_F(StreamClientTest, MeasuresStreamsAndClassifiesErrors) {
 TEST_F(StreamClientTest, ConcurrencyCapAndArrivals) {
   StreamClient client(curl_.api(), StreamTarget{.url = server_.url(), .api_key = "", .request_timeout_seconds = 10});
   const std::vector<std::string> bodies(12, body("ok"));
-  const LoadRun capped = client.run(bodies, LoadSchedule{.max_in_flight = 3, .arrivals_s = {}}, nullptr);
+  const LoadRun capped = client.run(
+      bodies, LoadSchedule{.max_in_flight = 3, .arrivals_s = {}, .side_requests = 0, .side_max_in_flight = 1}, nullptr);
   EXPECT_EQ(capped.peak_in_flight, 3);
   for (const RequestRecord& r : capped.records) EXPECT_TRUE(r.ok()) << r.error_kind << ": " << r.error_message;
 
   const std::vector<double> arrivals = {0, 0.05, 0.1, 0.15};
-  const LoadRun paced = client.run(std::vector<std::string>(4, body("ok")),
-                                   LoadSchedule{.max_in_flight = 0, .arrivals_s = arrivals}, nullptr);
+  const LoadRun paced = client.run(
+      std::vector<std::string>(4, body("ok")),
+      LoadSchedule{.max_in_flight = 0, .arrivals_s = arrivals, .side_requests = 0, .side_max_in_flight = 1}, nullptr);
   for (size_t i = 0; i < arrivals.size(); ++i) EXPECT_GE(paced.records[i].start_s, arrivals[i]);
   EXPECT_GE(paced.duration_s, 0.15);
+}
+
+TEST_F(StreamClientTest, SideLaneRunsBesideTheCap) {
+  StreamClient client(curl_.api(), StreamTarget{.url = server_.url(), .api_key = "", .request_timeout_seconds = 10});
+  // Six short requests one at a time, and beside them two slow ones (0.4 s before the first token) in order.
+  std::vector<std::string> bodies(6, body("ok"));
+  bodies.push_back(body("slow"));
+  bodies.push_back(body("slow"));
+  const LoadRun run = client.run(
+      bodies, LoadSchedule{.max_in_flight = 1, .arrivals_s = {}, .side_requests = 2, .side_max_in_flight = 1}, nullptr);
+  for (const RequestRecord& r : run.records) EXPECT_TRUE(r.ok()) << r.error_kind << ": " << r.error_message;
+  EXPECT_EQ(run.peak_in_flight, 2) << "one short and one slow request";
+  const RequestRecord& first_slow = run.records[6];
+  EXPECT_LT(first_slow.start_s, 0.1) << "the side lane starts with the run";
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_LT(run.records[i].start_s + run.records[i].latency_s, first_slow.start_s + first_slow.latency_s)
+        << "short request " << i << " is not held behind the slow one";
+  EXPECT_GE(run.records[7].start_s, first_slow.start_s + first_slow.latency_s) << "one side request at a time";
 }
 
 TEST(StreamClient, ConnectErrorWhenNothingListens) {

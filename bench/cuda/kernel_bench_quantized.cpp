@@ -16,12 +16,10 @@ struct PackedCopy {
   DeviceBuffer words, scales;
 };
 
-PackedCopy make_packed(QuantizedFormat format, int n, int k, int group, uint64_t seed, cudaStream_t stream) {
-  PackedQuantizedLinear shape;
-  shape.format = format;
-  shape.n = n;
-  shape.k = k;
-  shape.group_size = group;
+// `shape` gives the format and sizes (its vectors stay empty).
+PackedCopy make_packed(const PackedQuantizedLinear& shape, uint64_t seed, cudaStream_t stream) {
+  const QuantizedFormat format = shape.format;
+  const int n = shape.n;
   PackedCopy copy;
   const size_t words = static_cast<size_t>(n) * shape.row_words();
   copy.words = DeviceBuffer(words * 4, "bench packed weight");
@@ -47,7 +45,7 @@ void Bench::quantized_linear(const char* name, QuantizedFormat format, int n, in
       static_cast<size_t>(n) * shape.row_words() * 4 + static_cast<size_t>(n) * shape.groups_per_row() * 4;
   const int copies = static_cast<int>(std::max<size_t>(2, (size_t{1} << 30) / packed_bytes));
   std::vector<PackedCopy> weights;
-  for (int c = 0; c < copies; ++c) weights.push_back(make_packed(format, n, k, group, 200 + c, stream_));
+  for (int c = 0; c < copies; ++c) weights.push_back(make_packed(shape, 200 + c, stream_));
   DeviceBuffer x(static_cast<size_t>(256) * k * 2, "bench x"), y(static_cast<size_t>(256) * n * 4, "bench y"),
       dequantized(static_cast<size_t>(n) * k * 2, "bench dequantized");
   fill_random_bf16(x.as<__nv_bfloat16>(), static_cast<size_t>(256) * k, 7, 1.0f, stream_);

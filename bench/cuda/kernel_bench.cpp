@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   }
   if (wants("quantized")) {  // the 4B's decode linears over int4 and fp8 weights
     using qinfer::cuda::QuantizedFormat;
-    const std::vector<int> decode_rows = {1, 2, 4, 8, 16, 64};
+    const std::vector<int> decode_rows = {1, 2, 4, 8, 16, 17, 32, 64, 128};
     const bool sweep = only == "quantized";
     for (const QuantizedFormat format : {QuantizedFormat::kInt4, QuantizedFormat::kFp8Block}) {
       bench.quantized_linear("qkv", format, 6144, 2560, decode_rows, sweep);

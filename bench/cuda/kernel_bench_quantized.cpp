@@ -1,8 +1,9 @@
-// Kernel bench: decode linears over quantized weights (the quantized tensor-core GEMV at 1..16 rows, every warp count,
-// against the bf16 GEMV of the same shape) and the GEMM route beyond (dequantize to bf16, then cuBLASLt). Bandwidth is
-// counted in the bytes the kernel must read: packed codes, scales, x, y.
+// Kernel bench: decode linears over quantized weights (the quantized tensor-core GEMV at 1..16 rows, every warp count;
+// the quantized GEMM at 17..256 rows in chunks of 64, every launch shape) against the route beyond (dequantize to bf16,
+// then cuBLASLt). Bandwidth is counted in the bytes the kernel must read: packed codes, scales, x, y.
 #include <bit>
 
+#include "backend/cuda/kernels/quantized_gemm.h"
 #include "backend/cuda/kernels/quantized_gemv.h"
 #include "kernel_bench.h"
 #include "util/half.h"
@@ -47,7 +48,8 @@ void Bench::quantized_linear(const char* name, QuantizedFormat format, int n, in
   std::vector<PackedCopy> weights;
   for (int c = 0; c < copies; ++c) weights.push_back(make_packed(shape, 200 + c, stream_));
   DeviceBuffer x(static_cast<size_t>(256) * k * 2, "bench x"), y(static_cast<size_t>(256) * n * 4, "bench y"),
-      dequantized(static_cast<size_t>(n) * k * 2, "bench dequantized");
+      dequantized(static_cast<size_t>(n) * k * 2, "bench dequantized"),
+      partials(quantized_gemm_workspace_floats({4, 2}, n, k, kQuantizedGemmMaxRows) * 4 + 4, "bench partial sums");
   fill_random_bf16(x.as<__nv_bfloat16>(), static_cast<size_t>(256) * k, 7, 1.0f, stream_);
   const char* format_name = format == QuantizedFormat::kInt4 ? "int4" : "fp8";
   const auto view = [&](int i) {
@@ -82,6 +84,33 @@ void Bench::quantized_linear(const char* name, QuantizedFormat format, int n, in
       } else {
         record("quantized gemv" + suffix, shape_text, time_shape(quantized_gemv_default_shape(view(0))), bytes, true);
       }
+    }
+    if (rows > kQuantizedGemvMaxRows) {
+      const auto time_shape = [&](QuantizedGemmShape launch) {
+        return time_per_call(
+            [&](int i) {
+              for (int first = 0; first < rows; first += kQuantizedGemmMaxRows)
+                launch_quantized_gemm({.x = x.as<__nv_bfloat16>() + static_cast<size_t>(first) * k,
+                                       .weight = view(i),
+                                       .y = y.as<__nv_bfloat16>() + static_cast<size_t>(first) * n,
+                                       .num_rows = std::min(kQuantizedGemmMaxRows, rows - first),
+                                       .swiglu = swiglu,
+                                       .workspace = partials.as<float>()},
+                                      launch, kernel_stream());
+            },
+            20 * copies, stream_);
+      };
+      const QuantizedGemmShape chosen = quantized_gemm_default_shape();
+      const auto label = [&](QuantizedGemmShape launch) {
+        return "quantized gemm " + std::to_string(launch.warps) + "w " + std::to_string(launch.tiles_per_block) + "t" +
+               suffix;
+      };
+      record(label(chosen) + " (default)", shape_text, time_shape(chosen), bytes, true);
+      if (sweep_shapes && rows <= kQuantizedGemmMaxRows)
+        for (const int warps : {4, 8})
+          for (const int tiles : {2, 4, 8})
+            if (warps != chosen.warps || tiles != chosen.tiles_per_block)
+              record(label({warps, tiles}), shape_text, time_shape({warps, tiles}), bytes, true);
     }
     const double t = time_per_call(
         [&](int i) {

@@ -125,7 +125,8 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   weights_ = cuda::upload_weights(*model_, stream_);
   workspace_ = std::make_unique<cuda::Workspace>(
       c, cuda::WorkspaceLimits{options.max_num_batched_tokens, options.max_num_seqs, device_.num_sms});
-  const size_t dequantized_bytes = linears_.reserve_dequantized(weights_.max_quantized_elements);
+  const cuda::LinearLayers::QuantizedScratchBytes quantized_scratch =
+      linears_.reserve_quantized_scratch(weights_.quantized_shapes);
   const auto warm_up_start = std::chrono::steady_clock::now();
   warm_up_gemms();
   spdlog::info("{}: cuBLASLt algorithms chosen and loaded in {:.0f} ms", name_, 1e3 * seconds_since(warm_up_start));
@@ -136,7 +137,10 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   std::vector<cuda::MemoryPart> allocated = {{"weights", weights_.bytes}, {"activations", workspace_->bytes}};
   if (attention_->gather_scratch_blocks() > 0)
     allocated.push_back({"fp8 prefill scratch", attention_->scratch_bytes()});
-  if (dequantized_bytes > 0) allocated.push_back({"dequantized weight scratch", dequantized_bytes});
+  if (quantized_scratch.dequantized > 0)
+    allocated.push_back({"dequantized weight scratch", quantized_scratch.dequantized});
+  if (quantized_scratch.gemm_partials > 0)
+    allocated.push_back({"quantized GEMM partial sums", quantized_scratch.gemm_partials});
   kv_ = std::make_unique<cuda::KvPool>(c,
                                        cuda::KvPoolOptions{options.kv_cache_dtype, options.block_size, max_model_len_,
                                                            options.gpu_memory_utilization, options.kv_cache_bytes},
@@ -149,7 +153,8 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   memory_plan_.device_total = kv_->device_total_bytes();
   memory_plan_.budget = kv_->budget_bytes();
   memory_plan_.weights = static_cast<int64_t>(weights_.bytes);
-  memory_plan_.activations = static_cast<int64_t>(workspace_->bytes + attention_->scratch_bytes() + dequantized_bytes);
+  memory_plan_.activations = static_cast<int64_t>(workspace_->bytes + attention_->scratch_bytes() +
+                                                  quantized_scratch.dequantized + quantized_scratch.gemm_partials);
   memory_plan_.kv = kv;
   std::string parts;
   for (const cuda::MemoryPart& part : allocated)

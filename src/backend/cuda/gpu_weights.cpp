@@ -1,5 +1,6 @@
 #include "backend/cuda/gpu_weights.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -123,7 +124,7 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   // A linear fused from `parts` along its outputs: dense parts as bf16, quantized ones repacked for the kernels.
   std::deque<PackedQuantizedLinear> packed_linears;  // stable addresses for the upload items
   std::unique_ptr<ThreadPool> pool;
-  size_t max_quantized_elements = 0;
+  std::vector<cuda::QuantizedLinearShape> quantized_shapes;
   auto place_linear = [&](const std::vector<const qinfer::LinearWeight*>& parts) {
     LinearPlacement placement;
     if (!is_quantized(*parts.front())) {
@@ -147,7 +148,9 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
     placement.scales_offset = total;
     items.push_back({.words = &packed.scales, .device_offset = total});
     total = align_up(total + packed.scales.size() * 4);
-    max_quantized_elements = std::max(max_quantized_elements, static_cast<size_t>(packed.n) * packed.k);
+    const cuda::QuantizedLinearShape shape{packed.n, packed.k};
+    if (std::find(quantized_shapes.begin(), quantized_shapes.end(), shape) == quantized_shapes.end())
+      quantized_shapes.push_back(shape);
     return placement;
   };
 
@@ -197,7 +200,7 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   const int hidden = c.hidden_size, inter = c.intermediate_size;
   gpu.embed = at(embed_offset);
   gpu.lm_head = cuda::LinearWeight{.bf16 = at(lm_head_offset), .n = c.vocab_size, .k = hidden};
-  gpu.max_quantized_elements = max_quantized_elements;
+  gpu.quantized_shapes = std::move(quantized_shapes);
   gpu.final_norm = at(final_norm_offset);
   for (const LayerOffsets& o : layer_offsets) {
     GpuLayerWeights& l = gpu.layers.emplace_back();

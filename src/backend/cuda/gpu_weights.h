@@ -32,7 +32,7 @@ struct GpuWeights {
   const __nv_bfloat16* final_norm = nullptr;  // [hidden]
   LinearWeight lm_head;                       // [vocab, hidden] bf16; the embedding's bytes when tied
   size_t bytes = 0;
-  size_t max_quantized_elements = 0;  // the largest n * k of a quantized linear (0: none)
+  std::vector<QuantizedLinearShape> quantized_shapes;  // the distinct shapes of the quantized linears (none: bf16)
 };
 
 // Copies the model's weights to the device through pinned staging buffers (converting F32/F16 to bf16 on the way,

@@ -34,6 +34,8 @@ void LinearLayers::multiply(const LinearWeight& w, const __nv_bfloat16* x, int r
   if (w.format == WeightFormat::kQuantized) {
     if (rows <= kQuantizedGemvMaxRows)
       launch_quantized_gemv({.x = x, .weight = w.quantized, .y = y, .y_fp32 = y_fp32, .num_rows = rows}, stream);
+    else if (rows <= kQuantizedGemmRouteRows && !y_fp32)
+      multiply_quantized_gemm(w, x, rows, static_cast<__nv_bfloat16*>(y), false, stream);
     else
       gemm_.matmul(x, bf16_weight(w, stream), y, y_fp32, rows, w.n, w.k, stream.stream);
     return;
@@ -54,6 +56,10 @@ void LinearLayers::multiply_swiglu(const LinearWeight& gate_up, const __nv_bfloa
   if (rows == 0) return;
   if (gate_up.format == WeightFormat::kQuantized && rows <= kQuantizedGemvMaxRows) {
     launch_quantized_gemv({.x = x, .weight = gate_up.quantized, .y = y, .num_rows = rows, .swiglu = true}, stream);
+    return;
+  }
+  if (gate_up.format == WeightFormat::kQuantized && rows <= kQuantizedGemmRouteRows) {
+    multiply_quantized_gemm(gate_up, x, rows, y, true, stream);
     return;
   }
   if (gate_up.format == WeightFormat::kBf16 && rows <= route.gemv_rows) {  // SwiGLU in the GEMV's epilogue
@@ -87,10 +93,32 @@ void LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, 
   CUDA_CHECK(cudaStreamSynchronize(stream.stream));
 }
 
-size_t LinearLayers::reserve_dequantized(size_t elements) {
-  if (elements == 0) return 0;
-  dequantized_ = DeviceBuffer(elements * sizeof(__nv_bfloat16), "dequantized weight scratch");
-  return dequantized_.bytes();
+void LinearLayers::multiply_quantized_gemm(const LinearWeight& w, const __nv_bfloat16* x, int rows, __nv_bfloat16* y,
+                                           bool swiglu, const KernelStream& stream) {
+  const QuantizedGemmShape shape = quantized_gemm_default_shape();
+  QINFER_CHECK(gemm_partials_.bytes() >= quantized_gemm_workspace_floats(shape, w.n, w.k, rows) * sizeof(float),
+               "the quantized GEMM's partial sums are larger than their scratch");
+  launch_quantized_gemm({.x = x,
+                         .weight = w.quantized,
+                         .y = y,
+                         .num_rows = rows,
+                         .swiglu = swiglu,
+                         .workspace = gemm_partials_.as<float>()},
+                        shape, stream);
+}
+
+LinearLayers::QuantizedScratchBytes LinearLayers::reserve_quantized_scratch(
+    const std::vector<QuantizedLinearShape>& shapes) {
+  size_t dequantized_elements = 0, partial_floats = 0;
+  for (const QuantizedLinearShape& s : shapes) {
+    dequantized_elements = std::max(dequantized_elements, static_cast<size_t>(s.n) * s.k);
+    partial_floats = std::max(partial_floats, quantized_gemm_workspace_floats(quantized_gemm_default_shape(), s.n, s.k,
+                                                                              kQuantizedGemmRouteRows));
+  }
+  if (dequantized_elements > 0)
+    dequantized_ = DeviceBuffer(dequantized_elements * sizeof(__nv_bfloat16), "dequantized weight scratch");
+  if (partial_floats > 0) gemm_partials_ = DeviceBuffer(partial_floats * sizeof(float), "quantized GEMM partial sums");
+  return {dequantized_.bytes(), gemm_partials_.bytes()};
 }
 
 const __nv_bfloat16* LinearLayers::bf16_weight(const LinearWeight& w, const KernelStream& stream) {

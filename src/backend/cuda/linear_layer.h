@@ -2,7 +2,8 @@
 // activations. The weight's format and the step's row count decide the kernel, in one place (LinearLayers::multiply):
 // bf16 weights take the GEMV for one row, the tensor-core GEMV for 2-4 rows next to the register decode attention
 // (route_linears), cuBLASLt beyond; quantized weights (int4, fp8) take the quantized tensor-core GEMV up to
-// kQuantizedGemvMaxRows rows and, beyond, are dequantized to bf16 into a scratch matrix that cuBLASLt multiplies.
+// kQuantizedGemvMaxRows rows, the quantized GEMM up to kQuantizedGemmRouteRows,
+// and beyond are dequantized to bf16 into a scratch matrix that cuBLASLt multiplies.
 // Tensor-parallel shards would be a further format.
 #pragma once
 
@@ -14,11 +15,23 @@
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_capabilities.h"
 #include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/quantized_gemm.h"
 #include "backend/cuda/kernels/quantized_gemv.h"
 
 namespace qinfer::cuda {
 
 enum class WeightFormat { kBf16, kQuantized };
+
+// The most rows a quantized linear runs on the quantized GEMM; more go to dequantize + cuBLASLt, which is faster
+// from 128 rows on the 4B's linears (docs/CUDA_DESIGN.md, "Quantized linears").
+inline constexpr int kQuantizedGemmRouteRows = kQuantizedGemmMaxRows;
+
+// A quantized linear's shape, for sizing the scratch its kernels need.
+struct QuantizedLinearShape {
+  int n = 0;
+  int k = 0;
+  bool operator==(const QuantizedLinearShape&) const = default;
+};
 
 struct LinearWeight {
   WeightFormat format = WeightFormat::kBf16;
@@ -69,16 +82,25 @@ class LinearLayers {
   // bounds the rows of shapes with tune == false (lm_head: one row per sampled sequence). Synchronises the stream.
   void warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, int max_sequences, const KernelStream& stream);
 
-  // Allocates the bf16 matrix quantized weights are dequantized into for cuBLASLt: `elements` = the largest n * k of
-  // a quantized linear (none: no allocation). Returns its bytes.
-  size_t reserve_dequantized(size_t elements);
+  // Allocates what the quantized linears of these shapes need (none: nothing): the bf16 matrix they are dequantized
+  // into for cuBLASLt and the quantized GEMM's k-split partial sums. Returns the bytes of each.
+  struct QuantizedScratchBytes {
+    size_t dequantized = 0;
+    size_t gemm_partials = 0;
+  };
+  QuantizedScratchBytes reserve_quantized_scratch(const std::vector<QuantizedLinearShape>& shapes);
 
  private:
   // The weight as bf16 [n, k]: its own bytes, or (quantized) dequantized into dequantized_ on the stream.
   const __nv_bfloat16* bf16_weight(const LinearWeight& weight, const KernelStream& stream);
 
+  // Quantized weights on the quantized GEMM (rows <= kQuantizedGemmRouteRows).
+  void multiply_quantized_gemm(const LinearWeight& weight, const __nv_bfloat16* x, int rows, __nv_bfloat16* y,
+                               bool swiglu, const KernelStream& stream);
+
   CublasLtGemm gemm_;
   DeviceBuffer dequantized_;
+  DeviceBuffer gemm_partials_;
 };
 
 }  // namespace qinfer::cuda

@@ -372,6 +372,7 @@ void Engine::publish_stats() {
   stats.finished_requests = finished_requests_;
   stats.step_seconds = step_seconds_;
   stats.backend_seconds = backend_seconds_;
+  stats.memory = backend_.memory_plan();
   std::lock_guard lock(stats_mutex_);
   stats_ = stats;
 }

@@ -67,6 +67,7 @@ struct EngineStats {
   // engine's host overhead (scheduling, postprocess, streaming), during which a synchronous backend's GPU is idle.
   double step_seconds = 0;
   double backend_seconds = 0;
+  MemoryPlan memory;  // the backend's, fixed once it is loaded
 };
 
 class Engine {

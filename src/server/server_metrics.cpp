@@ -118,6 +118,24 @@ void ServerMetrics::record_finished(const FinishedRequest& request) {
   if (log_requests_) spdlog::info("{}", request_log_line(request));
 }
 
+void ServerMetrics::set_memory_plan(const MemoryPlan& plan) {
+  const auto part = [&](const char* name, std::optional<int64_t> bytes) {
+    if (bytes)
+      registry_
+          .gauge("qinfer_memory_plan_bytes",
+                 "Device memory the backend planned, by part (weights, activations, graphs, kv_cache; budget and "
+                 "device_total for reference)",
+                 {{"part", name}})
+          .set(static_cast<double>(*bytes));
+  };
+  part("weights", plan.weights);
+  part("activations", plan.activations);
+  part("graphs", plan.graphs);
+  part("kv_cache", plan.kv.bytes);
+  part("budget", plan.budget);
+  part("device_total", plan.device_total);
+}
+
 std::string ServerMetrics::render(const EngineStats* engine, const std::vector<GpuReading>& gpus) {
   Gauge& running = registry_.gauge("qinfer_requests_running", "Sequences in the engine's running batch");
   Gauge& waiting = registry_.gauge("qinfer_requests_waiting", "Sequences waiting in the engine's queue");
@@ -140,6 +158,7 @@ std::string ServerMetrics::render(const EngineStats* engine, const std::vector<G
     prefix_hits.set_total(static_cast<double>(engine->blocks.prefix_hit_tokens));
     preemptions.set_total(static_cast<double>(engine->scheduler.preemptions));
     steps.set_total(static_cast<double>(engine->scheduler.steps));
+    set_memory_plan(engine->memory);
   }
   for (const GpuReading& gpu : gpus) {
     const MetricLabels labels = {{"gpu", std::to_string(gpu.index)}};

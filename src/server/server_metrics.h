@@ -77,6 +77,8 @@ class ServerMetrics {
  private:
   // The GPU gauges exist (HELP and TYPE) from the start; their series appear with NVML readings.
   void declare_gpu_gauges();
+  // qinfer_memory_plan_bytes{part}: the parts the backend reports.
+  void set_memory_plan(const MemoryPlan& plan);
 
   HistogramSet e2e_request_latency_;
   Counter& prompt_tokens_;

@@ -1,5 +1,5 @@
 // --metrics-compat vllm (vLLM's names, labels and buckets beside qinfer's), qinfer_batch_size, the declared GPU gauges,
-// and the per-request log line.
+// the memory plan by part, and the per-request log line.
 #include <gtest/gtest.h>
 
 #include "server/server_metrics.h"
@@ -66,6 +66,23 @@ TEST(VllmMetrics, MirrorObservationsUnderVllmNamesWithModelName) {
   EXPECT_TRUE(has_line(text, R"(qinfer_request_success_total{finished_reason="tool_calls"} 1)")) << text;
   EXPECT_TRUE(has_line(text, "qinfer_time_to_first_token_seconds_count 1")) << text;
   EXPECT_TRUE(has_line(text, "qinfer_batch_size 2")) << text;
+}
+
+// The backend's memory plan, one series per part it reports; parts it does not report have none.
+TEST(ServerMetrics, MemoryPlanByPart) {
+  ServerMetrics metrics;
+  EngineStats engine;
+  engine.memory.weights = 2705326080;
+  engine.memory.activations = 1438814208;
+  engine.memory.budget = 24696061952;
+  engine.memory.kv.bytes = 19948650496;
+  const std::string text = metrics.render(&engine, {});
+  EXPECT_TRUE(has_line(text, R"(qinfer_memory_plan_bytes{part="weights"} 2705326080)")) << text;
+  EXPECT_TRUE(has_line(text, R"(qinfer_memory_plan_bytes{part="activations"} 1438814208)")) << text;
+  EXPECT_TRUE(has_line(text, R"(qinfer_memory_plan_bytes{part="kv_cache"} 19948650496)")) << text;
+  EXPECT_TRUE(has_line(text, R"(qinfer_memory_plan_bytes{part="budget"} 24696061952)")) << text;
+  EXPECT_EQ(text.find(R"(part="graphs")"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"(part="device_total")"), std::string::npos) << text;
 }
 
 TEST(VllmMetrics, AbsentUnlessAsked) {

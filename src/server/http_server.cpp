@@ -203,7 +203,7 @@ class HttpServer::Core : public SessionHost {
       const ModelRuntime* runtime = state_.runtime();
       if (route.needs_model && state_.draining()) {
         response.close_connection = true;
-        throw ApiError(503, "service_unavailable", "the server is shutting down");
+        throw ApiError(503, "service_unavailable", kShutdownRefusal);
       }
       if (route.needs_model && !runtime)
         throw ApiError(503, "service_unavailable", "the model is still loading; retry when /health answers 200");
@@ -252,6 +252,10 @@ class HttpServer::Core : public SessionHost {
     spdlog::info("shutting down: refusing new requests, draining {} in flight for up to {:.0f} s",
                  state_.admission().running() + state_.admission().waiting(), grace);
     state_.start_draining();
+    // Requests that have not started are answered now instead of holding the drain until their own deadline: those
+    // waiting for a slot and those queued in the engine get 503 (a stream: its error event); running ones go on.
+    state_.admission().close();
+    if (const ModelRuntime* runtime = state_.runtime()) runtime->engine->refuse_unscheduled(kShutdownRefusal);
     net::post(io_, [this] {
       boost::system::error_code ignored;
       acceptor_.close(ignored);

@@ -152,6 +152,12 @@ void Engine::abort(uint64_t request_id) {
   intake_ready_.notify_one();
 }
 
+void Engine::refuse_unscheduled(std::string reason) {
+  std::lock_guard lock(intake_mutex_);
+  unscheduled_refusal_ = std::move(reason);
+  intake_ready_.notify_one();
+}
+
 void Engine::start() {
   QINFER_CHECK(!thread_.joinable(), "engine already started");
   {
@@ -235,10 +241,12 @@ std::function<void()> Engine::constraint_preparer(const Batch& batch) {
 void Engine::take_intake() {
   std::vector<std::unique_ptr<RequestState>> submitted;
   std::vector<uint64_t> aborted;
+  std::optional<std::string> refusal;
   {
     std::lock_guard lock(intake_mutex_);
     submitted.swap(submitted_);
     aborted.swap(aborted_);
+    refusal = unscheduled_refusal_;
   }
   for (auto& request : submitted) {
     for (SampleState& sample : request->samples) scheduler_.add(sample.seq.get());
@@ -249,6 +257,13 @@ void Engine::take_intake() {
     auto it = requests_.find(id);
     if (it != requests_.end()) end_request(*it->second, FinishReason::kAbort, "");
   }
+  if (refusal) end_unscheduled(*refusal);
+}
+
+void Engine::end_unscheduled(const std::string& reason) {
+  for (auto& [id, request] : requests_)
+    if (!request->scheduled && request->num_finished < static_cast<int32_t>(request->samples.size()))
+      end_request(*request, FinishReason::kAbort, reason);
 }
 
 void Engine::expire_deadlines() {
@@ -344,7 +359,9 @@ void Engine::mark_scheduled() {
   for (Sequence* seq : scheduler_.last_batch_sequences()) {
     if (seq->num_output_tokens() > 0 || seq->num_preemptions > 0) continue;  // not its first scheduling
     auto it = requests_.find(seq->request_id);
-    if (it != requests_.end()) it->second->stream->mark_scheduled(now);
+    if (it == requests_.end()) continue;
+    it->second->scheduled = true;
+    it->second->stream->mark_scheduled(now);
   }
 }
 

@@ -83,6 +83,10 @@ class Engine {
   // Ends the request within one step: its blocks are freed and its stream gets finish reason "abort".
   // Unknown or finished ids are ignored.
   void abort(uint64_t request_id);
+  // For draining: from the next step on, every request none of whose sequences has been in a batch yet — those queued
+  // now and any submitted later — ends at once with finish reason "abort" and `reason` as its error, instead of
+  // waiting for a seat; requests already running go on. Cannot be undone.
+  void refuse_unscheduled(std::string reason);
 
   void start();  // runs the loop on the engine thread
   void stop();   // stops and joins the loop thread; requests stay queued (the destructor aborts what is left)
@@ -110,11 +114,13 @@ class Engine {
     std::optional<Clock::time_point> deadline;
     std::function<void()> on_output;
     int32_t num_finished = 0;
+    bool scheduled = false;  // one of its sequences has been in a batch
   };
 
   void loop();
   void take_intake();
   void expire_deadlines();
+  void end_unscheduled(const std::string& reason);
   void emit(const SequenceUpdate& update);
   // The batch's prepare_constraints: the masks of its constrained sampling sequences (empty when there are none).
   std::function<void()> constraint_preparer(const Batch& batch);
@@ -145,6 +151,7 @@ class Engine {
   std::condition_variable intake_ready_;
   std::vector<std::unique_ptr<RequestState>> submitted_;
   std::vector<uint64_t> aborted_;
+  std::optional<std::string> unscheduled_refusal_;  // refuse_unscheduled()'s reason
   uint64_t next_request_id_ = 1;
   uint64_t next_sequence_id_ = 1;
   std::mt19937_64 seed_source_;

@@ -75,7 +75,7 @@ class RequestStream {
   uint64_t request_id() const { return request_id_; }
 
   // Moves every queued delta into `out` (appending). Waits until at least one is queued or the request is done,
-  // at most `timeout` when given. Returns false once the request is done and nothing is left.
+  // at most `timeout` when given (zero: never waits). Returns false once the request is done and nothing is left.
   bool wait_drain(std::vector<StreamDelta>& out, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // True when every sample finished and all deltas were drained.
   bool done() const;

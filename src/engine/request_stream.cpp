@@ -5,10 +5,12 @@ namespace qinfer {
 bool RequestStream::wait_drain(std::vector<StreamDelta>& out, std::optional<std::chrono::milliseconds> timeout) {
   std::unique_lock lock(mutex_);
   auto ready = [&] { return !deltas_.empty() || closed_; };
-  if (timeout)
-    ready_.wait_for(lock, *timeout, ready);
-  else
+  // A zero timeout (an event loop's poll) never touches the condition variable: a timed wait that has already
+  // expired still costs a futex call and a context switch, once per drain that finds nothing.
+  if (!timeout)
     ready_.wait(lock, ready);
+  else if (timeout->count() > 0)
+    ready_.wait_for(lock, *timeout, ready);
   bool had_any = !deltas_.empty();
   for (StreamDelta& delta : deltas_) out.push_back(std::move(delta));
   deltas_.clear();

@@ -10,14 +10,18 @@ Admission::Outcome Admission::admit(std::chrono::steady_clock::time_point deadli
   Outcome outcome;
   auto start = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
+  if (closed_) {
+    outcome.refusal = Refusal::kClosed;
+    return outcome;
+  }
   if (running_ >= max_running_) {
     if (waiting_ >= max_waiting_) return outcome;
     ++waiting_;
-    bool got = changed_.wait_until(lock, deadline, [&] { return running_ < max_running_; });
+    bool got = changed_.wait_until(lock, deadline, [&] { return closed_ || running_ < max_running_; });
     --waiting_;
     changed_.notify_all();
-    if (!got) {
-      outcome.refusal = Refusal::kTimedOut;
+    if (closed_ || !got) {
+      outcome.refusal = closed_ ? Refusal::kClosed : Refusal::kTimedOut;
       return outcome;
     }
   }
@@ -31,6 +35,14 @@ void Admission::release() {
   {
     std::lock_guard lock(mutex_);
     --running_;
+  }
+  changed_.notify_all();
+}
+
+void Admission::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
   }
   changed_.notify_all();
 }

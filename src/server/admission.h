@@ -1,6 +1,6 @@
 // Server-side admission: at most `max_running` generation requests hand work to the engine at once, at most
 // `max_waiting` more wait for a slot, everything beyond is refused (HTTP 429 with Retry-After). Also counts
-// requests in flight so that shutdown can wait for them to drain.
+// requests in flight so that shutdown can wait for them to drain, and closes for shutdown (waiters refused at once).
 #pragma once
 
 #include <chrono>
@@ -27,7 +27,7 @@ class Admission {
     Admission* owner_;
   };
 
-  enum class Refusal { kQueueFull, kTimedOut };
+  enum class Refusal { kQueueFull, kTimedOut, kClosed };
   struct Outcome {
     std::optional<Slot> slot;
     Refusal refusal = Refusal::kQueueFull;  // when no slot
@@ -35,6 +35,9 @@ class Admission {
   };
   // Takes a slot now, or waits for one until `deadline` when the queue has room.
   Outcome admit(std::chrono::steady_clock::time_point deadline);
+
+  // Shutdown: every waiter and every later admit() is refused with kClosed at once; slots held stay held.
+  void close();
 
   int32_t running() const;
   int32_t waiting() const;
@@ -50,6 +53,7 @@ class Admission {
   std::condition_variable changed_;
   int32_t running_ = 0;
   int32_t waiting_ = 0;
+  bool closed_ = false;
 };
 
 }  // namespace qinfer::server

@@ -36,6 +36,11 @@ class ApiError : public std::runtime_error {
   std::optional<std::string> code_;
 };
 
+// What a generation request hears (503 service_unavailable, or the error event of its stream) when the server drains
+// before the request started: arriving, waiting for a slot or queued in the engine. Nothing of it ran, so a client may
+// retry it elsewhere.
+inline constexpr const char* kShutdownRefusal = "the server is shutting down; the request was not started";
+
 // 400 invalid_request_error naming the offending field.
 ApiError invalid_field(const std::string& param, const std::string& message);
 

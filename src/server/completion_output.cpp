@@ -56,7 +56,9 @@ ToolCallParser::Output CompletionOutput::apply(const StreamDelta& delta, Choice&
   if (delta.finish_reason == FinishReason::kDeadline && !failure_)
     failure_ = ApiError(504, "timeout_error", "the request ran past its deadline (--request-timeout)");
   if (delta.finish_reason == FinishReason::kAbort && !failure_)
-    failure_ = ApiError(503, "service_unavailable", "the request was aborted before it finished (server shutdown)");
+    failure_ =
+        ApiError(503, "service_unavailable",
+                 delta.error.empty() ? "the request was aborted before it finished (server shutdown)" : delta.error);
 
   // Reasoning first: tool calls and content are what follows it.
   std::string text = delta.text;

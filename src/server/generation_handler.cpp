@@ -139,6 +139,10 @@ void handle_generation(ApiKind kind, ServerState& state, const ModelRuntime& run
   const auto deadline = arrival + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                       std::chrono::duration<double>(state.options().request_timeout_seconds));
   Admission::Outcome admitted = state.admission().admit(deadline);
+  if (admitted.refusal == Admission::Refusal::kClosed) {
+    response.close_connection = true;
+    throw ApiError(503, "service_unavailable", kShutdownRefusal);
+  }
   if (!admitted.slot) {
     response.set_header("Retry-After", std::to_string(state.options().retry_after_seconds));
     throw ApiError(429, "rate_limit_exceeded",

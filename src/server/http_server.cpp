@@ -8,7 +8,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <regex>
 #include <thread>
@@ -137,9 +136,8 @@ class HttpServer::Core : public SessionHost {
         io_threads_(state.options().http_threads > 0
                         ? state.options().http_threads
                         : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u))),
-        io_(io_threads_),
-        work_(net::make_work_guard(io_)),
-        acceptor_(io_),
+        loops_(make_loops(io_threads_)),
+        acceptor_(loops_.front()->context),
         // Workers block in the admission queue or on a non-streamed request: one for every admitted and queued
         // request, plus headroom for tokenize calls and requests about to be refused.
         workers_(static_cast<size_t>(state.options().max_concurrent_requests + state.options().max_queue_len + 16)),
@@ -203,7 +201,7 @@ class HttpServer::Core : public SessionHost {
       const ModelRuntime* runtime = state_.runtime();
       if (route.needs_model && state_.draining()) {
         response.close_connection = true;
-        throw ApiError(503, "service_unavailable", "the server is shutting down");
+        throw ApiError(503, "service_unavailable", kShutdownRefusal);
       }
       if (route.needs_model && !runtime)
         throw ApiError(503, "service_unavailable", "the model is still loading; retry when /health answers 200");
@@ -241,8 +239,8 @@ class HttpServer::Core : public SessionHost {
   void serve() {
     accept();
     std::vector<std::thread> others;
-    for (int i = 1; i < io_threads_; ++i) others.emplace_back([this] { io_.run(); });
-    io_.run();
+    for (size_t i = 1; i < loops_.size(); ++i) others.emplace_back([loop = loops_[i].get()] { loop->context.run(); });
+    loops_.front()->context.run();
     for (std::thread& thread : others) thread.join();
     workers_.join();
   }
@@ -252,7 +250,11 @@ class HttpServer::Core : public SessionHost {
     spdlog::info("shutting down: refusing new requests, draining {} in flight for up to {:.0f} s",
                  state_.admission().running() + state_.admission().waiting(), grace);
     state_.start_draining();
-    net::post(io_, [this] {
+    // Requests that have not started are answered now instead of holding the drain until their own deadline: those
+    // waiting for a slot and those queued in the engine get 503 (a stream: its error event); running ones go on.
+    state_.admission().close();
+    if (const ModelRuntime* runtime = state_.runtime()) runtime->engine->refuse_unscheduled(kShutdownRefusal);
+    net::post(loops_.front()->context, [this] {
       boost::system::error_code ignored;
       acceptor_.close(ignored);
     });
@@ -268,16 +270,30 @@ class HttpServer::Core : public SessionHost {
     while (sessions_.size() > 0 && std::chrono::steady_clock::now() < flush_until)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     sessions_.close_all();
-    work_.reset();
+    for (auto& loop : loops_) loop->work.reset();
     const auto stop_at = std::chrono::steady_clock::now() + kAbortFlushTime;
     while (sessions_.size() > 0 && std::chrono::steady_clock::now() < stop_at)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    io_.stop();
+    for (auto& loop : loops_) loop->context.stop();
   }
 
  private:
+  // One event loop per IO thread, each an io_context run by that thread alone: a connection lives on one loop, so its
+  // handlers need no strand, and what a loop posts to itself (write completions, the next read) stays on its private
+  // queue instead of waking another thread. Connections are dealt to the loops in turn.
+  struct Loop {
+    net::io_context context{1};  // concurrency hint 1: one thread runs it (posts from other threads stay safe)
+    net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(context);
+  };
+  static std::vector<std::unique_ptr<Loop>> make_loops(int count) {
+    std::vector<std::unique_ptr<Loop>> loops;
+    for (int i = 0; i < count; ++i) loops.push_back(std::make_unique<Loop>());
+    return loops;
+  }
+
   void accept() {
-    acceptor_.async_accept(net::make_strand(io_), [this](const boost::system::error_code& error, tcp::socket socket) {
+    net::io_context& loop = loops_[next_loop_++ % loops_.size()]->context;
+    acceptor_.async_accept(loop, [this](const boost::system::error_code& error, tcp::socket socket) {
       if (error == net::error::operation_aborted || !acceptor_.is_open()) return;
       if (!error) {
         boost::system::error_code ignored;
@@ -287,7 +303,7 @@ class HttpServer::Core : public SessionHost {
       }
       // Out of descriptors or memory: retry shortly instead of spinning.
       spdlog::warn("accept failed: {}", error.message());
-      auto timer = std::make_shared<net::steady_timer>(io_, std::chrono::milliseconds(100));
+      auto timer = std::make_shared<net::steady_timer>(loops_.front()->context, std::chrono::milliseconds(100));
       timer->async_wait([this, timer](const boost::system::error_code&) {
         if (acceptor_.is_open()) accept();
       });
@@ -297,9 +313,9 @@ class HttpServer::Core : public SessionHost {
   ServerState& state_;
   const HttpLimits limits_;
   const int io_threads_;
-  SessionRegistry sessions_;  // outlives io_: sessions still queued in io_ unregister when it is destroyed
-  net::io_context io_;
-  net::executor_work_guard<net::io_context::executor_type> work_;
+  SessionRegistry sessions_;  // outlives the loops: sessions still queued in one unregister when it is destroyed
+  std::vector<std::unique_ptr<Loop>> loops_;
+  size_t next_loop_ = 0;  // the loop the next connection goes to (accept handlers run on the first loop only)
   tcp::acceptor acceptor_;
   net::thread_pool workers_;
   const std::vector<Route> routes_;

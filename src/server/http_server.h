@@ -1,6 +1,6 @@
 // The HTTP front: one route table, one dispatcher (CORS, auth, draining and model-loaded checks, error JSON, status
 // metrics) in front of the handlers, and the server lifecycle: bind, serve, graceful shutdown. Connections live on an
-// event loop (Boost.Beast/Asio, http_session.h) of a few IO threads; handlers that wait for the engine or tokenize run
+// event loop (Boost.Beast/Asio, http_session.h) per IO thread; handlers that wait for the engine or tokenize run
 // on a separate worker pool, so that neither slow clients nor slow requests hold the threads that answer /health.
 #pragma once
 

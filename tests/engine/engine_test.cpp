@@ -255,6 +255,37 @@ TEST(Engine, AbortFreesBlocksWithinOneStep) {
   engine.step();
 }
 
+TEST(Engine, RefusingUnscheduledEndsTheQueuedAndLaterRequestsButNotTheRunningOne) {
+  FakeModelSpec spec = fake_model();
+  FakeBackend backend(spec);
+  EngineOptions options = engine_options();
+  options.max_num_seqs = 1;  // the second request queues behind the first
+  Engine engine(backend, options);
+  GenerationRequest running_request = greedy_request(tokens_from(1, 5), 12);
+  running_request.ignore_eos = true;
+  RequestHandle running = engine.submit(running_request);
+  RequestHandle queued = engine.submit(greedy_request(tokens_from(50, 5), 4));
+  engine.step();
+  ASSERT_TRUE(running.stream->first_scheduled().has_value());
+  ASSERT_FALSE(queued.stream->first_scheduled().has_value());
+  engine.refuse_unscheduled("draining");
+  RequestHandle later = engine.submit(greedy_request(tokens_from(90, 5), 4));
+  engine.step();
+  for (RequestHandle* refused : {&queued, &later}) {
+    Collected got = collect(*refused->stream, 1);
+    EXPECT_TRUE(refused->stream->done());
+    EXPECT_TRUE(got.tokens[0].empty());
+    EXPECT_EQ(got.finish[0], FinishReason::kAbort);
+    EXPECT_EQ(got.error, "draining");
+    EXPECT_FALSE(refused->stream->first_scheduled().has_value());
+  }
+  run_until_idle(engine);
+  Collected got = collect(*running.stream, 1);
+  EXPECT_EQ(got.tokens[0], reference(running_request, spec));
+  EXPECT_EQ(got.finish[0], FinishReason::kLength);
+  EXPECT_EQ(engine.block_manager().num_free_blocks(), spec.num_blocks);
+}
+
 TEST(Engine, ParallelSamplesShareThePromptAndFollowTheirSeeds) {
   FakeModelSpec spec = fake_model();
   FakeBackend backend(spec);

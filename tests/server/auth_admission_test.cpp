@@ -43,5 +43,28 @@ TEST(Admission, RunsQueuesAndRefuses) {
   EXPECT_TRUE(admission.wait_idle(std::chrono::steady_clock::now()));
 }
 
+TEST(Admission, CloseRefusesWaitersAtOnceAndKeepsHeldSlots) {
+  Admission admission(1, 2);
+  const auto later = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  Admission::Outcome held = admission.admit(later);
+  ASSERT_TRUE(held.slot);
+  std::optional<Admission::Outcome> waited;
+  std::thread waiter([&] { waited.emplace(admission.admit(later)); });
+  while (admission.waiting() == 0) std::this_thread::yield();
+  const auto closed_at = std::chrono::steady_clock::now();
+  admission.close();
+  waiter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - closed_at, std::chrono::seconds(5));  // not its 60 s deadline
+  EXPECT_FALSE(waited->slot);
+  EXPECT_EQ(waited->refusal, Admission::Refusal::kClosed);
+  Admission::Outcome after = admission.admit(later);
+  EXPECT_FALSE(after.slot);
+  EXPECT_EQ(after.refusal, Admission::Refusal::kClosed);
+  EXPECT_EQ(admission.running(), 1);
+  EXPECT_EQ(admission.waiting(), 0);
+  held.slot.reset();
+  EXPECT_TRUE(admission.wait_idle(std::chrono::steady_clock::now()));
+}
+
 }  // namespace
 }  // namespace qinfer::server

@@ -145,7 +145,8 @@ bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted
   // A decode (one token left) needs no prefill slot; a token after a prompt's last chunk is a decode too.
   if (num_new > 1 && (num_new = take_prefill_slot(num_new, slots)) == 0) return false;
   num_new = cost_limited_chunk(std::min(num_new, budget), seq->num_computed, budget);
-  int32_t num_drafts = num_new == 1 ? propose_drafts(*seq, budget) : 0;
+  // Only a sequence's last token can be followed by proposals (a one-token prefill chunk cannot).
+  int32_t num_drafts = seq->num_tokens() - seq->num_computed == 1 ? propose_drafts(*seq, budget) : 0;
   while (!blocks_.can_append_slots(*seq, num_new)) {
     Sequence* victim = pick_victim(seq);
     preempt(victim);

@@ -302,17 +302,14 @@ void run_latency(const LatencyFlags& f) {
                         {"decode_bandwidth_bytes_per_second", bandwidth},
                         {"decode_fraction_of_copy_bandwidth", bandwidth / kCopyBandwidthBytesPerSecond},
                         {"gpu_memory_in_use_bytes", memory}};
-    if (speculative)
-      j["speculative"] = {{"config", nlohmann::json::parse(f.speculative_config)},
-                          {"decode_tokens", run.decode_tokens},
-                          {"decode_seconds", decode_seconds},
-                          {"decode_tokens_per_second", decode_seconds > 0 ? run.decode_tokens / decode_seconds : 0.0},
-                          {"tokens_per_sequence_step", tokens_per_step},
-                          {"num_drafts", spec.verifications},
-                          {"draft_tokens", spec.draft_tokens},
-                          {"accepted_tokens", spec.accepted_tokens},
-                          {"accepted_per_position", spec.accepted_per_position},
-                          {"mean_accepted_length", spec.mean_accepted_length()}};
+    if (speculative) {
+      nlohmann::json& out = j["speculative"] = speculation_stats_json(spec);
+      out["config"] = nlohmann::json::parse(f.speculative_config);
+      out["decode_tokens"] = run.decode_tokens;
+      out["decode_seconds"] = decode_seconds;
+      out["decode_tokens_per_second"] = decode_seconds > 0 ? run.decode_tokens / decode_seconds : 0.0;
+      out["tokens_per_sequence_step"] = tokens_per_step;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }

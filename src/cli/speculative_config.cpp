@@ -57,4 +57,15 @@ SpeculativeConfig parse_speculative_config(const std::string& json_text) {
   return result;
 }
 
+nlohmann::json speculation_stats_json(const SpeculationStats& stats) {
+  const double rate =
+      stats.draft_tokens > 0 ? static_cast<double>(stats.accepted_tokens) / static_cast<double>(stats.draft_tokens) : 0;
+  return {{"num_drafts", stats.verifications},
+          {"draft_tokens", stats.draft_tokens},
+          {"accepted_tokens", stats.accepted_tokens},
+          {"accepted_per_position", stats.accepted_per_position},
+          {"acceptance_rate", rate},
+          {"mean_accepted_length", stats.mean_accepted_length()}};
+}
+
 }  // namespace qinfer::cli

@@ -36,4 +36,14 @@ double SpeculationStats::mean_accepted_length() const {
   return 1.0 + static_cast<double>(accepted_tokens) / static_cast<double>(verifications);
 }
 
+SpeculationStats SpeculationStats::since(const SpeculationStats& earlier) const {
+  SpeculationStats delta = *this;
+  delta.verifications -= earlier.verifications;
+  delta.draft_tokens -= earlier.draft_tokens;
+  delta.accepted_tokens -= earlier.accepted_tokens;
+  for (size_t i = 0; i < earlier.accepted_per_position.size() && i < delta.accepted_per_position.size(); ++i)
+    delta.accepted_per_position[i] -= earlier.accepted_per_position[i];
+  return delta;
+}
+
 }  // namespace qinfer

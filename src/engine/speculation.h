@@ -52,6 +52,8 @@ struct SpeculationStats {
   void record(int32_t proposed, int32_t accepted);
   // Tokens one verification produces on average: the accepted proposals plus the sampled token after them.
   double mean_accepted_length() const;
+  // What was counted after `earlier` (a snapshot of the same counters).
+  SpeculationStats since(const SpeculationStats& earlier) const;
 };
 
 }  // namespace qinfer

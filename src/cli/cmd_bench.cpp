@@ -72,7 +72,8 @@ LatencyRun run_through_engine(Backend& backend, const LatencyFlags& f, const Sam
                               int output_len) {
   EngineOptions options = engine_options_from_flags(f.backend, EngineFlags{});
   options.speculation = parse_speculative_config(f.speculative_config);
-  Engine engine(backend, options);  // its own block manager: no prefix cached by an earlier run
+  options.max_model_len = f.input_len + f.output_len;  // what the bench needs, not the model's whole context
+  Engine engine(backend, options);                     // its own block manager: no prefix cached by an earlier run
   std::vector<RequestHandle> handles;
   for (int s = 0; s < f.batch; ++s) {
     GenerationRequest request;

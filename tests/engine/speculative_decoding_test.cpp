@@ -29,8 +29,9 @@ std::shared_ptr<const LoadedModel> tiny_model() {
   return model;
 }
 
-std::unique_ptr<Backend> cpu_backend() {
+std::unique_ptr<Backend> cpu_backend(KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16) {
   BackendOptions options;
+  options.kv_cache_dtype = kv_cache_dtype;
   options.device = "cpu";
   options.block_size = kBlockSize;
   options.max_model_len = kMaxModelLen;
@@ -92,15 +93,20 @@ EngineRun run(Backend& backend, const std::vector<GenerationRequest>& requests, 
     std::vector<StreamDelta> deltas;
     while (handle.stream->wait_drain(deltas, std::chrono::milliseconds(0))) {
     }
-    Outcome outcome;
+    // One outcome per sample; the usage is the request's (summed over its samples).
+    std::vector<Outcome> samples;
     for (const StreamDelta& delta : deltas) {
+      if (samples.size() <= static_cast<size_t>(delta.index)) samples.resize(static_cast<size_t>(delta.index) + 1);
+      Outcome& outcome = samples[static_cast<size_t>(delta.index)];
       outcome.tokens.insert(outcome.tokens.end(), delta.token_ids.begin(), delta.token_ids.end());
       for (const TokenLogprobs& lp : delta.logprobs) outcome.logprobs.push_back(lp.logprob);
       outcome.text += delta.text;
       if (delta.finish_reason != FinishReason::kNone) outcome.finish = delta.finish_reason;
     }
-    outcome.completion_tokens = handle.stream->usage().completion_tokens;
-    result.outcomes.push_back(outcome);
+    for (Outcome& outcome : samples) {
+      outcome.completion_tokens = handle.stream->usage().completion_tokens;
+      result.outcomes.push_back(outcome);
+    }
   }
   result.stats = engine.stats();
   EXPECT_EQ(result.stats.num_free_blocks, result.stats.num_blocks);
@@ -127,7 +133,8 @@ GenerationRequest request(std::vector<int32_t> prompt, int32_t max_tokens, float
   return r;
 }
 
-// Greedy, seeded sampling (with top-k/top-p and penalties), and a plain prompt; several at once.
+// Greedy, seeded sampling (with top-k/top-p and penalties), a plain prompt and n = 2 samples on a cached prefix; all
+// at once.
 std::vector<GenerationRequest> mixed_requests() {
   std::vector<GenerationRequest> requests;
   requests.push_back(request(periodic_prompt(5, 6, 100), 40));
@@ -144,6 +151,11 @@ std::vector<GenerationRequest> mixed_requests() {
   std::vector<int32_t> plain(23);
   std::iota(plain.begin(), plain.end(), 5000);
   requests.push_back(request(plain, 30, 1.0f));
+  // Two seeded samples forking one prompt, which shares its first 30 tokens (two blocks) with the first request.
+  GenerationRequest forked = request(periodic_prompt(5, 6, 100), 28, 0.9f);
+  forked.prompt.insert(forked.prompt.end(), {7, 8, 9});
+  forked.n = 2;
+  requests.push_back(forked);
   return requests;
 }
 
@@ -158,8 +170,19 @@ TEST(SpeculativeDecoding, OutputsEqualDecodingWithoutSpeculation) {
     EXPECT_GT(spec.accepted_tokens, 0u) << "k = " << k;
     EXPECT_LE(spec.accepted_tokens, spec.draft_tokens);
     EXPECT_LT(speculative.stats.scheduler.steps, plain.stats.scheduler.steps) << "k = " << k;
+    EXPECT_GT(speculative.stats.blocks.prefix_hit_tokens, 0) << "k = " << k;
   }
   EXPECT_EQ(plain.stats.scheduler.speculation.draft_tokens, 0u);
+}
+
+// Rejected positions of the fp8 cache are quantized and later overwritten the same way.
+TEST(SpeculativeDecoding, Fp8KvCacheOutputsEqualDecodingWithoutSpeculation) {
+  auto backend = cpu_backend(KvCacheDtype::kFp8E4m3);
+  const std::vector<GenerationRequest> requests = mixed_requests();
+  const EngineRun plain = run(*backend, requests, SpeculativeConfig{});
+  const EngineRun speculative = run(*backend, requests, ngram(4));
+  EXPECT_EQ(speculative.outcomes, plain.outcomes);
+  EXPECT_GT(speculative.stats.scheduler.speculation.accepted_tokens, 0u);
 }
 
 TEST(SpeculativeDecoding, PeriodicPromptAcceptsManyTokensPerStep) {

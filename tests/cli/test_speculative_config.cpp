@@ -1,6 +1,9 @@
 // --speculative-config: vLLM's JSON read into SpeculativeConfig, and every refusal as `qinfer: error:` with exit 2
 // before any model is loaded (serve, generate, bench latency and bench throughput take the flag).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "cli/speculative_config.h"
 #include "run_qinfer.h"
@@ -78,6 +81,30 @@ TEST(SpeculativeConfigFlag, CommandsExitTwoBeforeLoadingTheModel) {
   const ProcessResult good = run_qinfer(
       R"(generate --prompt-ids 1,2 --model /nonexistent/model --speculative-config '{"method":"ngram","num_speculative_tokens":4}')");
   EXPECT_EQ(good.exit_code, 3) << good.output;
+}
+
+// generate and bench latency with the flag on a generated tiny model: the same tokens and logprobs as without it, and
+// the speculative report.
+TEST(SpeculativeConfigFlag, GenerateAndBenchLatencyRunWithIt) {
+  const std::filesystem::path model =
+      std::filesystem::temp_directory_path() / ("qinfer-cli-spec-" + std::to_string(::getpid()));
+  const ProcessResult made = run_qinfer("make-test-model --preset tiny --seed 3 --out " + model.string());
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::string prompt = "1,2,3,4,5,1,2,3,4,5,1,2,3,4,5,1,2,3";
+  const std::string generate = "generate --device cpu --threads 2 --model " + model.string() + " --prompt-ids " +
+                               prompt + " --max-tokens 24 --ignore-eos --json --seed 11 --temperature 0.8";
+  const std::string spec = R"( --speculative-config '{"method": "ngram", "num_speculative_tokens": 4}')";
+  const ProcessResult plain = run_qinfer(generate);
+  const ProcessResult speculative = run_qinfer(generate + spec);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  ASSERT_EQ(speculative.exit_code, 0) << speculative.output;
+  EXPECT_EQ(speculative.output, plain.output);
+  const ProcessResult bench = run_qinfer("bench latency --device cpu --threads 2 --model " + model.string() +
+                                         " --input-len 32 --output-len 24 --prompt-period 4" + spec);
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("tokens per sequence step"), std::string::npos) << bench.output;
+  EXPECT_NE(bench.output.find("mean accepted length"), std::string::npos) << bench.output;
+  std::filesystem::remove_all(model);
 }
 
 }  // namespace

@@ -57,6 +57,14 @@ struct BatchSequence {
   std::span<const uint32_t> allowed_tokens;
   std::span<const LogitBias> logit_bias;
   bool constrained() const { return !allowed_tokens.empty() || !logit_bias.empty(); }
+  // Speculative verification, only for a backend whose supports_multi_position_sampling() is true: with `sample`,
+  // sample after every one of the num_tokens positions instead of the last only, one result per position in order.
+  // Position i (0-based) is sampled with sample_step + i and its penalties see the first
+  // history.output.size() - (num_tokens - 1) + i output tokens: the caller ends history.output with the proposed
+  // tokens (token_ids after the first), so each position sees exactly the output it follows. logit_bias applies at
+  // every position; allowed_tokens must be empty and penalty_tokens null (neither covers the proposed tokens).
+  bool sample_all_positions = false;
+  int32_t num_samples() const { return !sample ? 0 : sample_all_positions ? num_tokens : 1; }
 };
 
 struct Batch {
@@ -65,7 +73,7 @@ struct Batch {
   // When set, fills the sequences' allowed_tokens. step() calls it once, after the forward has started and before
   // sampling, so that the caller computes the masks while the device runs the step.
   std::function<void()> prepare_constraints;
-  int32_t num_sampled() const;
+  int32_t num_sampled() const;  // results step() returns: the sum of the sequences' num_samples()
 };
 
 struct KvCacheShape {
@@ -101,18 +109,25 @@ class Backend {
     return plan;
   }
 
+  // Whether step() and forward_logits() take sequences with sample_all_positions (speculative verification). A
+  // backend without it refuses such batches; the engine then runs without speculation.
+  virtual bool supports_multi_position_sampling() const { return false; }
+
   // Runs the batch: writes K/V of every token into the blocks given, and returns one result per sequence with
-  // `sample` set, in batch order. Blocks of different sequences may be shared only for fully cached prefix blocks,
-  // which are read, never written. Throws Error(kInvalidArgument) for a malformed batch.
+  // `sample` set (one per position with sample_all_positions), in batch order. Blocks of different sequences may be
+  // shared only for fully cached prefix blocks, which are read, never written. Throws Error(kInvalidArgument) for a
+  // malformed batch.
   virtual std::vector<SampleResult> step(const Batch& batch) = 0;
 
-  // For tests: the raw logits [num_sampled, vocab] after the last position of each sampling sequence, without
-  // sampling. Writes the KV cache exactly as step() does.
+  // For tests: the raw logits [num_sampled, vocab] after the last position of each sampling sequence (after every
+  // position with sample_all_positions), without sampling. Writes the KV cache exactly as step() does.
   virtual std::vector<float> forward_logits(const Batch& batch) = 0;
 };
 
 // Checks the structure of a batch against the cache and model (token ids in the vocabulary, block tables long enough,
-// block ids in range, spans consistent). Shared by all backends. Throws Error(kInvalidArgument).
-void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len);
+// block ids in range, spans consistent). Shared by all backends; sample_all_positions is refused unless
+// `multi_position_sampling` says the backend supports it. Throws Error(kInvalidArgument).
+void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len,
+                    bool multi_position_sampling = false);
 
 }  // namespace qinfer

@@ -11,11 +11,12 @@ int64_t kv_cache_vector_bytes(KvCacheDtype dtype, int head_dim) {
 
 int32_t Batch::num_sampled() const {
   int32_t n = 0;
-  for (const auto& s : sequences) n += s.sample ? 1 : 0;
+  for (const auto& s : sequences) n += s.num_samples();
   return n;
 }
 
-void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len) {
+void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len,
+                    bool multi_position_sampling) {
   auto fail = [](const std::string& what) { throw Error(ErrorKind::kInvalidArgument, "invalid batch: " + what); };
   int64_t total = 0;
   for (size_t i = 0; i < batch.sequences.size(); ++i) {
@@ -38,6 +39,14 @@ void validate_batch(const Batch& batch, const ModelConfig& config, const KvCache
       if (!s.allowed_tokens.empty() && s.allowed_tokens.size() != static_cast<size_t>((config.vocab_size + 31) / 32))
         fail(seq + "allowed_tokens has " + std::to_string(s.allowed_tokens.size()) + " words, the vocabulary needs " +
              std::to_string((config.vocab_size + 31) / 32));
+      if (s.sample_all_positions) {
+        if (!multi_position_sampling) fail(seq + "sample_all_positions is set but the backend samples only the last");
+        if (!s.allowed_tokens.empty()) fail(seq + "sample_all_positions takes no allowed_tokens");
+        if (s.penalty_tokens != nullptr) fail(seq + "sample_all_positions takes no penalty_tokens");
+        if (s.history.output.size() < static_cast<size_t>(s.num_tokens - 1))
+          fail(seq + "sample_all_positions needs the " + std::to_string(s.num_tokens - 1) +
+               " proposed tokens at the end of history.output, which holds " + std::to_string(s.history.output.size()));
+      }
       for (const LogitBias& b : s.logit_bias)
         if (b.token < 0 || b.token >= config.vocab_size)
           fail(seq + "logit_bias token " + std::to_string(b.token) + " is outside the vocabulary");

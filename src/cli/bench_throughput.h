@@ -42,6 +42,7 @@ struct ThroughputReport {
   uint64_t preemptions = 0;
   double mean_ttft_s = 0;
   double median_ttft_s = 0;
+  SpeculationStats speculation;  // with --speculative-config
   nlohmann::json to_json() const;
 };
 

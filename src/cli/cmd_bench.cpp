@@ -12,8 +12,11 @@
 #include "backend/factory.h"
 #include "cli/bench_throughput.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
+#include "cli/speculative_config.h"
+#include "engine/engine.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -35,18 +38,22 @@ struct LatencyFlags {
   int output_len = 128;
   SamplingFlags sampling;
   bool json = false;
+  int prompt_period = 0;  // > 0: each prompt repeats its first prompt_period tokens
+  std::string speculative_config;
 };
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Prompt ids spread over the vocabulary, different per sequence.
-std::vector<int32_t> bench_prompt(int length, int sequence, int vocab) {
+// Prompt ids spread over the vocabulary, different per sequence; with a period, the first `period` of them repeated.
+std::vector<int32_t> bench_prompt(int length, int sequence, int vocab, int period) {
   std::vector<int32_t> ids(static_cast<size_t>(length));
-  for (int i = 0; i < length; ++i)
+  for (int i = 0; i < length; ++i) {
+    const int64_t at = period > 0 ? i % period : i;
     ids[static_cast<size_t>(i)] =
-        static_cast<int32_t>((static_cast<int64_t>(i) * 7919 + static_cast<int64_t>(sequence) * 104729 + 13) % vocab);
+        static_cast<int32_t>((at * 7919 + static_cast<int64_t>(sequence) * 104729 + 13) % vocab);
+  }
   return ids;
 }
 
@@ -54,7 +61,60 @@ struct LatencyRun {
   double prefill_seconds = 0;
   double ttft_seconds = 0;
   std::vector<double> decode_step_seconds;
+  int64_t decode_tokens = 0;     // tokens the decode steps produced, over all sequences
+  SpeculationStats speculation;  // with --speculative-config
 };
+
+// With --speculative-config: the same sequences through the engine, which proposes and verifies tokens. Prefill is
+// every step until each sequence has its first token; each later step is a decode step, producing one or more tokens
+// per sequence.
+LatencyRun run_through_engine(Backend& backend, const LatencyFlags& f, const SamplingParams& sampling, int input_len,
+                              int output_len) {
+  EngineOptions options = engine_options_from_flags(f.backend, EngineFlags{});
+  options.speculation = parse_speculative_config(f.speculative_config);
+  options.max_model_len = f.input_len + f.output_len;  // what the bench needs, not the model's whole context
+  Engine engine(backend, options);                     // its own block manager: no prefix cached by an earlier run
+  std::vector<RequestHandle> handles;
+  for (int s = 0; s < f.batch; ++s) {
+    GenerationRequest request;
+    request.prompt = bench_prompt(input_len, s, backend.config().vocab_size, f.prompt_period);
+    request.sampling = sampling;
+    request.seed = sampling.seed + static_cast<uint64_t>(s);
+    request.max_tokens = output_len;
+    request.ignore_eos = true;
+    handles.push_back(engine.submit(request));
+  }
+  LatencyRun result;
+  std::vector<bool> started(handles.size(), false);
+  size_t num_started = 0;
+  const auto start = Clock::now();
+  std::vector<StreamDelta> deltas;
+  for (;;) {
+    const auto step_start = Clock::now();
+    if (!engine.step() && !engine.has_work()) break;
+    const double step_seconds = seconds_since(step_start);
+    const bool decoding = num_started == handles.size();
+    for (size_t s = 0; s < handles.size(); ++s) {
+      deltas.clear();
+      handles[s].stream->wait_drain(deltas, std::chrono::milliseconds(0));
+      for (const StreamDelta& delta : deltas) {
+        if (!delta.error.empty()) throw Error(ErrorKind::kInternal, "bench latency: " + delta.error);
+        if (decoding) result.decode_tokens += static_cast<int64_t>(delta.token_ids.size());
+        if (!started[s] && !delta.token_ids.empty()) {
+          started[s] = true;
+          ++num_started;
+          if (s == 0) result.ttft_seconds = seconds_since(start);
+        }
+      }
+    }
+    if (decoding)
+      result.decode_step_seconds.push_back(step_seconds);
+    else if (num_started == handles.size())
+      result.prefill_seconds = seconds_since(start);
+  }
+  result.speculation = engine.stats().scheduler.speculation;
+  return result;
+}
 
 class LatencyBench {
  public:
@@ -69,7 +129,7 @@ class LatencyBench {
                                                " KV blocks, the cache has " +
                                                std::to_string(backend.kv_cache().num_blocks));
     for (int s = 0; s < f.batch; ++s) {
-      prompts_.push_back(bench_prompt(f.input_len, s, backend.config().vocab_size));
+      prompts_.push_back(bench_prompt(f.input_len, s, backend.config().vocab_size, f.prompt_period));
       std::vector<int32_t> table(static_cast<size_t>(blocks_per_sequence));
       for (int b = 0; b < blocks_per_sequence; ++b) table[static_cast<size_t>(b)] = s * blocks_per_sequence + b;
       tables_.push_back(std::move(table));
@@ -126,6 +186,7 @@ class LatencyBench {
         last_tokens[static_cast<size_t>(s)] = sampled[static_cast<size_t>(s)].token;
         record_output(s, last_tokens[static_cast<size_t>(s)]);
       }
+      result.decode_tokens += f_.batch;
     }
     return result;
   }
@@ -173,10 +234,23 @@ void run_latency(const LatencyFlags& f) {
                 "--input-len + --output-len = " + std::to_string(f.input_len + f.output_len) +
                     " exceeds the context of " + std::to_string(backend->max_model_len()));
   LatencyBench bench(*backend, f, f.backend, sampling);
+  const bool speculative = !f.speculative_config.empty();
+  auto measure = [&](int input_len, int output_len) {
+    return speculative ? run_through_engine(*backend, f, sampling, input_len, output_len)
+                       : bench.run(input_len, output_len);
+  };
   spdlog::info("bench latency: warm-up");
-  bench.run(std::min(f.input_len, 16), std::min(f.output_len, 3));
+  measure(std::min(f.input_len, 16), std::min(f.output_len, 3));
   spdlog::info("bench latency: batch {}, input {}, output {}", f.batch, f.input_len, f.output_len);
-  const LatencyRun run = bench.run(f.input_len, f.output_len);
+  const LatencyRun run = measure(f.input_len, f.output_len);
+  double decode_seconds = 0;
+  for (double s : run.decode_step_seconds) decode_seconds += s;
+  // Tokens per sequence per decode step: 1 without speculation.
+  const double tokens_per_step =
+      run.decode_step_seconds.empty()
+          ? 0
+          : static_cast<double>(run.decode_tokens) / f.batch / static_cast<double>(run.decode_step_seconds.size());
+  const SpeculationStats& spec = run.speculation;
 
   std::vector<double> steps = run.decode_step_seconds;
   std::sort(steps.begin(), steps.end());
@@ -229,6 +303,14 @@ void run_latency(const LatencyFlags& f) {
                         {"decode_bandwidth_bytes_per_second", bandwidth},
                         {"decode_fraction_of_copy_bandwidth", bandwidth / kCopyBandwidthBytesPerSecond},
                         {"gpu_memory_in_use_bytes", memory}};
+    if (speculative) {
+      nlohmann::json& out = j["speculative"] = speculation_stats_json(spec);
+      out["config"] = nlohmann::json::parse(f.speculative_config);
+      out["decode_tokens"] = run.decode_tokens;
+      out["decode_seconds"] = decode_seconds;
+      out["decode_tokens_per_second"] = decode_seconds > 0 ? run.decode_tokens / decode_seconds : 0.0;
+      out["tokens_per_sequence_step"] = tokens_per_step;
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
@@ -249,6 +331,19 @@ void run_latency(const LatencyFlags& f) {
                 step_bytes / 1e9, weight_bytes / 1e9, kv_bytes / 1e9, bandwidth / 1e12,
                 100 * bandwidth / kCopyBandwidthBytesPerSecond);
   }
+  if (speculative) {
+    std::string per_position;
+    for (uint64_t n : spec.accepted_per_position)
+      per_position += (per_position.empty() ? "" : " / ") + std::to_string(n);
+    std::printf("  speculative: %.2f tokens per sequence step, %.1f tok/s total over %.2f s of decode steps\n",
+                tokens_per_step, decode_seconds > 0 ? run.decode_tokens / decode_seconds : 0.0, decode_seconds);
+    std::printf(
+        "               %llu tokens proposed, %llu accepted (%.1f %%), mean accepted length %.2f; accepted "
+        "by position: %s\n",
+        static_cast<unsigned long long>(spec.draft_tokens), static_cast<unsigned long long>(spec.accepted_tokens),
+        spec.draft_tokens > 0 ? 100.0 * spec.accepted_tokens / spec.draft_tokens : 0.0, spec.mean_accepted_length(),
+        per_position.empty() ? "-" : per_position.c_str());
+  }
   if (memory >= 0) std::printf("  GPU memory in use: %.2f GiB\n", static_cast<double>(memory) / (1u << 30));
 }
 
@@ -262,6 +357,11 @@ void register_bench_latency(CLI::App& bench) {
   cmd->add_option("--output-len", f->output_len, "Generated tokens per sequence")->capture_default_str();
   add_sampling_flags(*cmd, f->sampling, "greedy: temperature 0, top-k and top-p off");
   cmd->add_flag("--json", f->json, "Print one JSON object");
+  cmd->add_option("--prompt-period", f->prompt_period,
+                  "Each prompt repeats its first N tokens (0: no repeats), so n-gram proposals have matches")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_speculative_config_flag(*cmd, f->speculative_config);
   cmd->callback([f] { run_latency(*f); });
 }
 

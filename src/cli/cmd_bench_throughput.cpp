@@ -9,6 +9,7 @@
 #include "cli/bench_throughput.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"
+#include "cli/speculative_config.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -73,6 +74,12 @@ void run_bench_throughput(const ThroughputFlags& f) {
       report.mean_ttft_s, report.median_ttft_s);
   std::printf("  engine host overhead %.0f us per step; %.1f %% of the time inside the backend\n",
               report.host_overhead_per_step_s * 1e6, 100 * report.backend_fraction);
+  if (out.contains("speculative")) {
+    const nlohmann::json& spec = out["speculative"];
+    std::printf("  speculative: %llu tokens proposed, %llu accepted (%.1f %%), mean accepted length %.2f\n",
+                spec["draft_tokens"].get<unsigned long long>(), spec["accepted_tokens"].get<unsigned long long>(),
+                100 * spec["acceptance_rate"].get<double>(), spec["mean_accepted_length"].get<double>());
+  }
 }
 
 }  // namespace
@@ -130,20 +137,22 @@ ThroughputWorkload read_dataset(const std::filesystem::path& path, int vocab_siz
 
 nlohmann::json ThroughputReport::to_json() const {
   double seconds = std::max(elapsed_s, 1e-9);
-  return {{"requests", requests},
-          {"input_tokens", input_tokens},
-          {"output_tokens", output_tokens},
-          {"elapsed_s", elapsed_s},
-          {"requests_per_s", static_cast<double>(requests) / seconds},
-          {"output_tokens_per_s", static_cast<double>(output_tokens) / seconds},
-          {"total_tokens_per_s", static_cast<double>(input_tokens + output_tokens) / seconds},
-          {"mean_batch_size", mean_batch_size},
-          {"host_overhead_per_step_s", host_overhead_per_step_s},
-          {"backend_fraction", backend_fraction},
-          {"prefix_cache_hit_rate", prefix_cache_hit_rate},
-          {"preemptions", preemptions},
-          {"mean_ttft_s", mean_ttft_s},
-          {"median_ttft_s", median_ttft_s}};
+  nlohmann::json json = {{"requests", requests},
+                         {"input_tokens", input_tokens},
+                         {"output_tokens", output_tokens},
+                         {"elapsed_s", elapsed_s},
+                         {"requests_per_s", static_cast<double>(requests) / seconds},
+                         {"output_tokens_per_s", static_cast<double>(output_tokens) / seconds},
+                         {"total_tokens_per_s", static_cast<double>(input_tokens + output_tokens) / seconds},
+                         {"mean_batch_size", mean_batch_size},
+                         {"host_overhead_per_step_s", host_overhead_per_step_s},
+                         {"backend_fraction", backend_fraction},
+                         {"prefix_cache_hit_rate", prefix_cache_hit_rate},
+                         {"preemptions", preemptions},
+                         {"mean_ttft_s", mean_ttft_s},
+                         {"median_ttft_s", median_ttft_s}};
+  if (speculation.verifications > 0) json["speculative"] = speculation_stats_json(speculation);
+  return json;
 }
 
 ThroughputReport run_throughput(Backend& backend, const EngineOptions& options, const ThroughputWorkload& workload) {
@@ -209,6 +218,7 @@ ThroughputReport run_throughput(Backend& backend, const EngineOptions& options, 
   int64_t hits = after.blocks.prefix_hit_tokens - before.blocks.prefix_hit_tokens;
   report.prefix_cache_hit_rate = queried ? static_cast<double>(hits) / static_cast<double>(queried) : 0.0;
   report.preemptions = after.scheduler.preemptions - before.scheduler.preemptions;
+  report.speculation = after.scheduler.speculation.since(before.scheduler.speculation);
   std::sort(ttft.begin(), ttft.end());
   for (double t : ttft) report.mean_ttft_s += t / static_cast<double>(n);
   report.median_ttft_s = ttft[n / 2];

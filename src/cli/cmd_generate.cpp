@@ -9,8 +9,11 @@
 #include "backend/backend.h"
 #include "backend/factory.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
+#include "cli/speculative_config.h"
+#include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -32,7 +35,90 @@ struct GenerateFlags {
   SamplingFlags sampling;
   bool ignore_eos = false;
   bool json = false;
+  std::string speculative_config;
 };
+
+struct Generated {
+  std::vector<int32_t> output;
+  std::vector<SampleResult> results;
+  std::string finish_reason = "length";
+  double prefill_ms = 0;
+};
+
+// The plain loop straight on the backend: the whole prompt in one step, then one token per step.
+Generated generate_plainly(Backend& backend, const GenerateFlags& f, const std::vector<int32_t>& prompt,
+                           const SamplingParams& sp) {
+  const KvCacheShape kv = backend.kv_cache();
+  const int64_t total = static_cast<int64_t>(prompt.size()) + f.max_tokens;
+  std::vector<int32_t> block_table(static_cast<size_t>((total + kv.block_size - 1) / kv.block_size));
+  std::iota(block_table.begin(), block_table.end(), 0);
+  const std::vector<int32_t>& eos = backend.config().eos_token_ids;
+  Generated generated;
+  Batch batch;
+  batch.token_ids = prompt;
+  BatchSequence seq;
+  seq.num_tokens = static_cast<int32_t>(prompt.size());
+  seq.block_table = block_table;
+  seq.sample = true;
+  seq.sampling = &sp;
+  const auto start = std::chrono::steady_clock::now();
+  while (static_cast<int>(generated.output.size()) < f.max_tokens) {
+    seq.history = {prompt, generated.output};
+    seq.sample_step = generated.output.size();
+    batch.sequences = {seq};
+    SampleResult r = backend.step(batch).at(0);
+    generated.output.push_back(r.token);
+    generated.results.push_back(r);
+    if (generated.output.size() == 1) generated.prefill_ms = ms_since(start);
+    if (std::find(eos.begin(), eos.end(), r.token) != eos.end() && !f.ignore_eos) {
+      generated.finish_reason = "stop";
+      break;
+    }
+    seq.num_cached += seq.num_tokens;
+    seq.num_tokens = 1;
+    batch.token_ids = {r.token};
+  }
+  return generated;
+}
+
+// With --speculative-config the sequence runs through the engine, which proposes and verifies tokens; its outputs
+// are those of the plain loop, token for token.
+Generated generate_speculatively(Backend& backend, const GenerateFlags& f, const std::vector<int32_t>& prompt,
+                                 const SamplingParams& sp) {
+  EngineOptions options = engine_options_from_flags(f.backend, EngineFlags{});
+  options.speculation = parse_speculative_config(f.speculative_config);
+  Engine engine(backend, options);
+  GenerationRequest request;
+  request.prompt = prompt;
+  request.sampling = sp;
+  request.seed = sp.seed;
+  request.max_tokens = f.max_tokens;
+  request.ignore_eos = f.ignore_eos;
+  request.logprobs = true;
+  RequestHandle handle = engine.submit(request);
+  Generated generated;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<StreamDelta> deltas;
+  while (engine.step() || engine.has_work()) {
+    handle.stream->wait_drain(deltas, std::chrono::milliseconds(0));
+    if (generated.prefill_ms == 0 && !deltas.empty()) generated.prefill_ms = ms_since(start);
+  }
+  handle.stream->wait_drain(deltas, std::chrono::milliseconds(0));
+  for (const StreamDelta& delta : deltas) {
+    if (!delta.error.empty()) throw Error(ErrorKind::kInternal, "generation failed: " + delta.error);
+    for (const TokenLogprobs& lp : delta.logprobs) {
+      generated.output.push_back(lp.token);
+      generated.results.push_back({lp.token, lp.logprob, lp.top});
+    }
+    if (delta.finish_reason != FinishReason::kNone) generated.finish_reason = finish_reason_name(delta.finish_reason);
+  }
+  const EngineStats stats = engine.stats();
+  const SpeculationStats& spec = stats.scheduler.speculation;
+  spdlog::info("speculative decoding: {} tokens in {} steps; {} proposed, {} accepted; mean accepted length {:.2f}",
+               generated.output.size(), stats.scheduler.steps, spec.draft_tokens, spec.accepted_tokens,
+               spec.mean_accepted_length());
+  return generated;
+}
 
 std::vector<int32_t> parse_ids(const std::string& text, int vocab_size) {
   std::vector<int32_t> ids;
@@ -91,40 +177,13 @@ void run_generate(const GenerateFlags& f) {
   if (blocks > kv.num_blocks)
     throw Error(ErrorKind::kOutOfMemory, "the sequence needs " + std::to_string(blocks) + " KV blocks, the cache has " +
                                              std::to_string(kv.num_blocks));
-  std::vector<int32_t> block_table(static_cast<size_t>(blocks));
-  std::iota(block_table.begin(), block_table.end(), 0);
-
-  std::vector<int32_t> output;
-  std::vector<SampleResult> results;
-  std::string finish_reason = "length";
-  Batch batch;
-  batch.token_ids = prompt;
-  BatchSequence seq;
-  seq.num_tokens = static_cast<int32_t>(prompt.size());
-  seq.block_table = block_table;
-  seq.sample = true;
-  seq.sampling = &sp;
-  auto start = std::chrono::steady_clock::now();
-  double prefill_ms = 0;
-  while (static_cast<int>(output.size()) < f.max_tokens) {
-    seq.history = {prompt, output};
-    seq.sample_step = output.size();
-    batch.sequences = {seq};
-    SampleResult r = backend->step(batch).at(0);
-    output.push_back(r.token);
-    results.push_back(r);
-    if (output.size() == 1) prefill_ms = ms_since(start);
-    bool is_eos =
-        std::find(config.eos_token_ids.begin(), config.eos_token_ids.end(), r.token) != config.eos_token_ids.end();
-    if (is_eos && !f.ignore_eos) {
-      finish_reason = "stop";
-      break;
-    }
-    seq.num_cached += seq.num_tokens;
-    seq.num_tokens = 1;
-    batch.token_ids = {r.token};
-  }
-
+  const auto start = std::chrono::steady_clock::now();
+  const Generated generated = f.speculative_config.empty() ? generate_plainly(*backend, f, prompt, sp)
+                                                           : generate_speculatively(*backend, f, prompt, sp);
+  const std::vector<int32_t>& output = generated.output;
+  const std::vector<SampleResult>& results = generated.results;
+  const std::string& finish_reason = generated.finish_reason;
+  const double prefill_ms = generated.prefill_ms;
   const double total_ms = ms_since(start);
   spdlog::info("prefill: {} tokens in {:.1f} ms ({:.1f} tok/s); decode: {} tokens in {:.1f} ms ({:.2f} tok/s)",
                prompt.size(), prefill_ms, 1e3 * static_cast<double>(prompt.size()) / prefill_ms, output.size() - 1,
@@ -169,6 +228,7 @@ void register_generate(CLI::App& app) {
   add_sampling_flags(*cmd, f->sampling, "the model's generation_config");
   cmd->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at end-of-sequence tokens");
   cmd->add_flag("--json", f->json, "Print one JSON object");
+  add_speculative_config_flag(*cmd, f->speculative_config);
   cmd->callback([f] { run_generate(*f); });
 }
 

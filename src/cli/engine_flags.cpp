@@ -1,6 +1,24 @@
 #include "cli/engine_flags.h"
 
+#include "cli/speculative_config.h"
+#include "util/error.h"
+
 namespace qinfer::cli {
+
+void add_speculative_config_flag(CLI::App& cmd, std::string& json) {
+  cmd.add_option("--speculative-config", json,
+                 "Speculative decoding as JSON, as in vLLM: '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
+                 "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 1}' (also \"disable_by_batch_size\", default 8: "
+                 "off in a step with more decoding sequences); greedy and seeded outputs stay exactly the same")
+      ->check([](const std::string& text) {
+        try {
+          parse_speculative_config(text);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      });
+}
 
 void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags) {
   cmd.add_option("--max-num-seqs,--max-batch-size", backend.max_num_seqs,
@@ -35,6 +53,7 @@ void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags
                  "fcfs | priority | lpm (longest cached prefix first); SGLang: --schedule-policy")
       ->check(CLI::IsMember({"fcfs", "priority", "lpm"}))
       ->capture_default_str();
+  add_speculative_config_flag(cmd, flags.speculative_config);
 }
 
 EngineOptions engine_options_from_flags(const BackendOptions& backend, const EngineFlags& flags) {
@@ -48,6 +67,7 @@ EngineOptions engine_options_from_flags(const BackendOptions& backend, const Eng
   options.max_long_partial_prefills = flags.max_long_partial_prefills;
   options.enable_cost_based_chunking = flags.enable_cost_based_chunking;
   options.policy = parse_scheduling_policy(flags.scheduling_policy);
+  options.speculation = parse_speculative_config(flags.speculative_config);
   return options;
 }
 

@@ -44,6 +44,7 @@ constexpr std::pair<std::string_view, const char*> kGroups[] = {
     {"--max-long-partial-prefills", kEngine},
     {"--enable-cost-based-chunking", kEngine},
     {"--scheduling-policy", kEngine},
+    {"--speculative-config", kEngine},
     {"--enforce-eager", kEngine},
     {"--threads", kEngine},
     {"--seed", kEngine},

@@ -30,6 +30,12 @@ std::string engine_summary(const Backend& backend, const BackendOptions& b, cons
                      (cpu && kv.dtype == KvCacheDtype::kBf16 ? "fp32" : kv_cache_dtype_name(kv.dtype)) +
                      " in blocks of " + std::to_string(kv.block_size);
   if (!cpu) line += std::string(", CUDA graphs ") + on_off(b.cuda_graphs);
+  const SpeculativeConfig& spec = e.speculation;
+  if (spec.enabled() && backend.supports_multi_position_sampling())
+    line += std::string(", speculative ") + speculative_method_name(spec.method) + " k " +
+            std::to_string(spec.num_speculative_tokens) + " (lookup " + std::to_string(spec.prompt_lookup_min) + ".." +
+            std::to_string(spec.prompt_lookup_max) + ", off above " + std::to_string(spec.disable_by_batch_size) +
+            " decoding sequences)";
   return line;
 }
 

@@ -95,6 +95,20 @@ void BlockManager::append_slots(Sequence& seq, int32_t num_new_tokens) {
   while (static_cast<int32_t>(seq.block_table.size()) < needed) seq.block_table.push_back(take_free_block());
 }
 
+void BlockManager::release_surplus_slots(Sequence& seq) {
+  const size_t kept = static_cast<size_t>(blocks_for_tokens(seq.num_computed));
+  while (seq.block_table.size() > kept) {
+    const int32_t block = seq.block_table.back();
+    Block& meta = blocks_[block];
+    // Surplus blocks were taken fresh for this sequence alone and never registered.
+    QINFER_CHECK(meta.ref_count == 1 && !meta.hashed, "a surplus block is shared or cached");
+    meta.ref_count = 0;
+    ++num_free_;
+    push_free_front(block);
+    seq.block_table.pop_back();
+  }
+}
+
 void BlockManager::register_computed_blocks(Sequence& seq) {
   if (!prefix_caching_) return;
   int32_t num_full = seq.num_computed / block_size_;

@@ -70,6 +70,11 @@ class BlockManager {
   // Adds fresh blocks so the block table covers num_computed + num_new_tokens positions.
   void append_slots(Sequence& seq, int32_t num_new_tokens);
 
+  // After a step whose K/V for positions past num_computed are dropped (rejected speculative tokens): releases the
+  // blocks beyond ceil(num_computed / block_size), which hold only such positions. Their K/V are never read; the
+  // positions inside kept blocks are overwritten when computed again.
+  void release_surplus_slots(Sequence& seq);
+
   // After a step computed more of `seq`: registers its newly full, computed blocks in the prefix cache.
   void register_computed_blocks(Sequence& seq);
 

@@ -24,7 +24,20 @@ SchedulerOptions scheduler_options(const EngineOptions& options, int32_t max_mod
   if (options.enable_cost_based_chunking) result.prefill_attention_cost_ratio = prefill_attention_cost_ratio(config);
   result.policy = options.policy;
   result.eos_token_ids = options.eos_token_ids.value_or(config.eos_token_ids);
+  result.speculation = options.speculation;
   return result;
+}
+
+// The configured speculation, or none (with the one warning) when the backend cannot verify proposals.
+EngineOptions with_supported_speculation(EngineOptions options, const Backend& backend) {
+  if (options.speculation.enabled() && !backend.supports_multi_position_sampling()) {
+    spdlog::warn(
+        "speculative decoding ({}) is off: the {} backend cannot sample at several positions of a sequence "
+        "in one step; every request decodes one token per step",
+        speculative_method_name(options.speculation.method), backend.name());
+    options.speculation = SpeculativeConfig{};
+  }
+  return options;
 }
 
 int32_t resolve_max_model_len(const EngineOptions& options, const Backend& backend) {
@@ -58,7 +71,7 @@ const char* finish_reason_name(FinishReason reason) {
 
 Engine::Engine(Backend& backend, EngineOptions options)
     : backend_(backend),
-      options_(std::move(options)),
+      options_(with_supported_speculation(std::move(options), backend)),
       limits_{backend.config().vocab_size,
               resolve_max_model_len(options_, backend),
               backend.kv_cache().block_size,
@@ -282,10 +295,18 @@ void Engine::emit(const SequenceUpdate& update) {
   delta.token_ids.push_back(update.token);
   if (request.logprobs) delta.logprobs.push_back({update.token, update.logprob, update.top});
   FinishReason finish = update.finish_reason;
+  // A step may produce several tokens of a sequence (speculative decoding); once one of them ended it here (a stop
+  // string, an error), the rest are dropped from its output as if never generated.
+  if (sample.finish_sent) return;
+  auto end_here = [&](FinishReason reason) {
+    scheduler_.finish(update.seq, reason);
+    update.seq->finish_reason = reason;
+    update.seq->tokens.resize(static_cast<size_t>(update.seq->num_prompt_tokens + update.output_index + 1));
+    finish = reason;
+  };
   if (update.seq->matcher && !update.seq->matcher->accept_token(update.token) && finish == FinishReason::kNone) {
     // Cannot happen while the backend honours the mask; never let such output pass as complete.
-    scheduler_.finish(update.seq, FinishReason::kError);
-    finish = FinishReason::kError;
+    end_here(FinishReason::kError);
     delta.error = "the sampled token " + std::to_string(update.token) + " breaks the request's constraint";
   }
   if (sample.decoder) {
@@ -296,16 +317,14 @@ void Engine::emit(const SequenceUpdate& update) {
         StopStringMatcher::Result matched = sample.stops->push(text);
         text = std::move(matched.text);
         if (matched.stopped && finish == FinishReason::kNone) {
-          scheduler_.finish(update.seq, FinishReason::kStop);
-          finish = FinishReason::kStop;
+          end_here(FinishReason::kStop);
         } else if (!matched.stopped && finish != FinishReason::kNone) {
           text += sample.stops->flush();
         }
       }
       delta.text = std::move(text);
     } catch (const std::exception& e) {
-      scheduler_.finish(update.seq, FinishReason::kError);
-      finish = FinishReason::kError;
+      end_here(FinishReason::kError);
       delta.error = std::string("detokenizer failed: ") + e.what();
     }
   }
@@ -390,6 +409,7 @@ void Engine::publish_stats() {
   stats.step_seconds = step_seconds_;
   stats.backend_seconds = backend_seconds_;
   stats.memory = backend_.memory_plan();
+  stats.speculation_active = options_.speculation.enabled();
   std::lock_guard lock(stats_mutex_);
   stats_ = stats;
 }

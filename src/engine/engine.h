@@ -47,6 +47,8 @@ struct EngineOptions {
   std::optional<uint64_t> seed;   // seeds the random seeds of requests without one (absent: nondeterministic)
   std::optional<std::vector<int32_t>> eos_token_ids;  // absent: the model's
   TextDecoderFactory make_text_decoder;               // absent: token ids only
+  // --speculative-config. On a backend without multi-position sampling the engine runs without it and says so once.
+  SpeculativeConfig speculation;
 };
 
 struct RequestHandle {
@@ -68,6 +70,7 @@ struct EngineStats {
   double step_seconds = 0;
   double backend_seconds = 0;
   MemoryPlan memory;  // the backend's, fixed once it is loaded
+  bool speculation_active = false;  // speculative decoding configured and supported by the backend
 };
 
 class Engine {

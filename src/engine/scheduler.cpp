@@ -6,6 +6,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "engine/ngram_proposer.h"
 #include "util/error.h"
 
 namespace qinfer {
@@ -46,6 +47,15 @@ Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks)
     throw Error(ErrorKind::kInvalidArgument, "max_long_partial_prefills (" + std::to_string(long_partial) +
                                                  ") must not exceed max_num_partial_prefills (" +
                                                  std::to_string(partial) + ")");
+  const SpeculativeConfig& spec = options_.speculation;
+  if (spec.enabled() &&
+      (spec.num_speculative_tokens < 1 || spec.num_speculative_tokens > kMaxSpeculativeTokens ||
+       spec.prompt_lookup_min < 1 || spec.prompt_lookup_max < spec.prompt_lookup_min || spec.disable_by_batch_size < 0))
+    throw Error(ErrorKind::kInvalidArgument,
+                "speculative decoding needs num_speculative_tokens in [1, " + std::to_string(kMaxSpeculativeTokens) +
+                    "] and 1 <= prompt_lookup_min <= prompt_lookup_max, got " +
+                    std::to_string(spec.num_speculative_tokens) + ", " + std::to_string(spec.prompt_lookup_min) + ", " +
+                    std::to_string(spec.prompt_lookup_max));
   if (!(options_.prefill_attention_cost_ratio >= 0) || !std::isfinite(options_.prefill_attention_cost_ratio))
     throw Error(ErrorKind::kInvalidArgument, "prefill_attention_cost_ratio must be a finite number >= 0, got " +
                                                  std::to_string(options_.prefill_attention_cost_ratio));
@@ -53,6 +63,7 @@ Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks)
 
 void Scheduler::add(Sequence* seq) {
   QINFER_CHECK(seq->status == SequenceStatus::kWaiting && seq->block_table.empty());
+  seq->speculation.k = options_.speculation.enabled() ? options_.speculation.num_speculative_tokens : 0;
   insert_waiting(seq);
 }
 
@@ -66,6 +77,12 @@ Batch& Scheduler::schedule() {
   // Snapshot: preemption removes entries from running_ while we walk it.
   std::vector<Sequence*> running = running_;
   auto remaining = [](const Sequence* seq) { return seq->num_tokens() - seq->num_computed; };
+  const SpeculativeConfig& spec = options_.speculation;
+  if (spec.enabled()) {
+    const auto decodes =
+        std::count_if(running.begin(), running.end(), [&](const Sequence* seq) { return remaining(seq) == 1; });
+    speculate_this_step_ = spec.disable_by_batch_size == 0 || decodes <= spec.disable_by_batch_size;
+  }
   for (Sequence* seq : running)
     if (seq->status == SequenceStatus::kRunning && remaining(seq) == 1) schedule_running(seq, budget, preempted, slots);
   for (Sequence* seq : running)
@@ -128,17 +145,45 @@ bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted
   // A decode (one token left) needs no prefill slot; a token after a prompt's last chunk is a decode too.
   if (num_new > 1 && (num_new = take_prefill_slot(num_new, slots)) == 0) return false;
   num_new = cost_limited_chunk(std::min(num_new, budget), seq->num_computed, budget);
+  // Only a sequence's last token can be followed by proposals (a one-token prefill chunk cannot).
+  int32_t num_drafts = seq->num_tokens() - seq->num_computed == 1 ? propose_drafts(*seq, budget) : 0;
   while (!blocks_.can_append_slots(*seq, num_new)) {
     Sequence* victim = pick_victim(seq);
     preempt(victim);
     preempted = true;
     if (victim == seq) return false;
   }
+  // Proposals never preempt anyone: without free blocks for them the sequence decodes one token.
+  if (num_drafts > 0 && !blocks_.can_append_slots(*seq, num_new + num_drafts)) num_drafts = 0;
+  seq->speculation.drafts.resize(static_cast<size_t>(num_drafts));
+  num_new += num_drafts;
   blocks_.append_slots(*seq, num_new);
   seq->scheduled_in_step = step_counter_;
-  scheduled_.push_back({seq, num_new});
+  scheduled_.push_back({seq, num_new, num_drafts});
   budget -= num_new;
   return true;
+}
+
+int32_t Scheduler::propose_drafts(Sequence& seq, int32_t budget) {
+  SpeculationState& spec = seq.speculation;
+  spec.drafts.clear();
+  spec.shadow_token = -1;
+  const SpeculativeConfig& config = options_.speculation;
+  // Per-position masks of constrained decoding would need the grammar advanced through every proposal.
+  if (!config.enabled() || !speculate_this_step_ || seq.matcher) return 0;
+  // Proposals past max_tokens or the context could never be kept.
+  const int32_t room =
+      std::min({seq.max_tokens - seq.num_output_tokens(), options_.max_model_len - seq.num_tokens(), budget}) - 1;
+  if (spec.k == 0) {
+    propose_ngram(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, 1, spec.drafts);
+    if (!spec.drafts.empty()) spec.shadow_token = spec.drafts.front();
+    spec.drafts.clear();
+    return 0;
+  }
+  const int32_t limit = std::min(spec.k, room);
+  if (limit <= 0) return 0;
+  propose_ngram(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, limit, spec.drafts);
+  return static_cast<int32_t>(spec.drafts.size());
 }
 
 Sequence* Scheduler::pick_victim(const Sequence* requester) const {
@@ -241,7 +286,8 @@ void Scheduler::build_batch() {
     entry.num_tokens = item.num_new_tokens;
     entry.num_cached = seq.num_computed;
     entry.block_table = seq.block_table;
-    entry.sample = seq.num_computed + item.num_new_tokens == seq.num_tokens();
+    const int32_t num_known = item.num_new_tokens - item.num_drafts;  // of the sequence's own tokens
+    entry.sample = seq.num_computed + num_known == seq.num_tokens();
     entry.sampling = &seq.sampling;
     entry.history = TokenHistory{seq.prompt(), seq.output()};
     entry.penalty_tokens = &seq.penalty_tokens;
@@ -250,9 +296,18 @@ void Scheduler::build_batch() {
       if (seq.matcher) entry.allowed_tokens = seq.allowed_tokens;
       entry.logit_bias = seq.logit_bias;
     }
-    batch_.sequences.push_back(entry);
     auto first = seq.tokens.begin() + seq.num_computed;
-    batch_.token_ids.insert(batch_.token_ids.end(), first, first + item.num_new_tokens);
+    batch_.token_ids.insert(batch_.token_ids.end(), first, first + num_known);
+    if (item.num_drafts > 0) {
+      SpeculationState& spec = item.seq->speculation;
+      spec.verify_output.assign(seq.output().begin(), seq.output().end());
+      spec.verify_output.insert(spec.verify_output.end(), spec.drafts.begin(), spec.drafts.end());
+      entry.sample_all_positions = true;
+      entry.history = TokenHistory{seq.prompt(), spec.verify_output};
+      entry.penalty_tokens = nullptr;
+      batch_.token_ids.insert(batch_.token_ids.end(), spec.drafts.begin(), spec.drafts.end());
+    }
+    batch_.sequences.push_back(entry);
   }
   if (!scheduled_.empty()) {
     ++stats_.steps;
@@ -267,26 +322,66 @@ std::vector<Sequence*> Scheduler::last_batch_sequences() const {
 }
 
 void Scheduler::postprocess(std::span<const SampleResult> results, std::vector<SequenceUpdate>& updates) {
-  size_t num_sampling = 0;
-  for (const Scheduled& item : scheduled_)
-    if (item.seq->num_computed + item.num_new_tokens == item.seq->num_tokens()) ++num_sampling;
-  if (num_sampling != results.size())
+  auto samples = [](const Scheduled& item) -> size_t {
+    const bool sample = item.seq->num_computed + item.num_new_tokens - item.num_drafts == item.seq->num_tokens();
+    return sample ? static_cast<size_t>(item.num_drafts) + 1 : 0;
+  };
+  size_t num_samples = 0;
+  for (const Scheduled& item : scheduled_) num_samples += samples(item);
+  if (num_samples != results.size())
     throw Error(ErrorKind::kInternal, "backend returned " + std::to_string(results.size()) + " results for " +
-                                          std::to_string(num_sampling) + " sampling sequences");
+                                          std::to_string(num_samples) + " sampled positions");
   size_t next_result = 0;
   for (const Scheduled& item : scheduled_) {
     Sequence* seq = item.seq;
+    if (item.num_drafts > 0) {
+      const size_t count = samples(item);  // before accept_drafts() advances the sequence
+      accept_drafts(seq, item.num_drafts, results.subspan(next_result, count), updates);
+      next_result += count;
+      continue;
+    }
     seq->num_computed += item.num_new_tokens;
     blocks_.register_computed_blocks(*seq);
     if (seq->num_computed != seq->num_tokens()) continue;
     const SampleResult& result = results[next_result++];
     seq->tokens.push_back(result.token);
     seq->penalty_tokens.add_output(result.token);
-    SequenceUpdate update{seq, result.token, result.logprob, result.top, stop_reason(*seq, result.token)};
+    seq->speculation.adapt_after_shadow(result.token);
+    SequenceUpdate update{
+        seq, result.token, result.logprob, result.top, stop_reason(*seq, result.token), seq->num_output_tokens() - 1};
     if (update.finish_reason != FinishReason::kNone) finish(seq, update.finish_reason);
     updates.push_back(std::move(update));
   }
   scheduled_.clear();
+}
+
+void Scheduler::accept_drafts(Sequence* seq, int32_t num_drafts, std::span<const SampleResult> results,
+                              std::vector<SequenceUpdate>& updates) {
+  SpeculationState& spec = seq->speculation;
+  // Position i was sampled as if the proposals before it were the output; the leading proposals that equal their
+  // position's sample are the tokens decoding one by one would have produced, and the first sample that differs (or
+  // the one after the last proposal) comes with them.
+  int32_t accepted = 0;
+  while (accepted < num_drafts &&
+         results[static_cast<size_t>(accepted)].token == spec.drafts[static_cast<size_t>(accepted)])
+    ++accepted;
+  int32_t produced = 0;
+  FinishReason reason = FinishReason::kNone;
+  while (produced <= accepted && reason == FinishReason::kNone) {
+    const SampleResult& result = results[static_cast<size_t>(produced++)];
+    seq->tokens.push_back(result.token);
+    seq->penalty_tokens.add_output(result.token);
+    reason = stop_reason(*seq, result.token);
+    updates.push_back({seq, result.token, result.logprob, result.top, reason, seq->num_output_tokens() - 1});
+  }
+  // K/V are valid for the sequence's last token and the proposals kept; the rest of the slots are dropped.
+  seq->num_computed += produced;
+  blocks_.release_surplus_slots(*seq);
+  blocks_.register_computed_blocks(*seq);
+  const int32_t kept = std::min(accepted, produced);
+  stats_.speculation.record(num_drafts, kept);
+  spec.adapt_after_verify(num_drafts, accepted, options_.speculation.num_speculative_tokens);
+  if (reason != FinishReason::kNone) finish(seq, reason);
 }
 
 FinishReason Scheduler::stop_reason(const Sequence& seq, int32_t token) const {

@@ -55,6 +55,9 @@ struct SchedulerOptions {
   double prefill_attention_cost_ratio = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   std::vector<int32_t> eos_token_ids;
+  // Speculative decoding (the backend must support multi-position sampling): a decoding sequence without a
+  // constraint proposes up to k tokens, verified in the same step; docs/ENGINE.md, "Speculative decoding".
+  SpeculativeConfig speculation;
 };
 
 // What one step did to one sequence that produced a token.
@@ -64,12 +67,14 @@ struct SequenceUpdate {
   float logprob = 0;
   std::vector<TokenLogprob> top;
   FinishReason finish_reason = FinishReason::kNone;  // set when this token finished the sequence
+  int32_t output_index = 0;  // the token's index in the sequence's output (a step may produce several)
 };
 
 struct SchedulerStats {
   uint64_t steps = 0;
   uint64_t scheduled_sequences = 0;  // summed over steps: mean batch size = scheduled_sequences / steps
   uint64_t preemptions = 0;
+  SpeculationStats speculation;
 };
 
 class Scheduler {
@@ -90,9 +95,10 @@ class Scheduler {
   // Picks the next batch. Empty (no sequences) when nothing can run.
   Batch& schedule();
 
-  // Applies the backend's results (one per sampling sequence, in batch order) to the sequences of the last batch:
-  // advances num_computed, appends sampled tokens, applies stop conditions. Finished sequences release their blocks
-  // and leave the scheduler. Appends one update per produced token to `updates`.
+  // Applies the backend's results (one per sampling sequence, one per position of a verified sequence, in batch
+  // order) to the sequences of the last batch: advances num_computed, appends sampled tokens (a verified sequence's
+  // accepted proposals and the token sampled after them), applies stop conditions. Finished sequences release their
+  // blocks and leave the scheduler. Appends one update per produced token to `updates`.
   void postprocess(std::span<const SampleResult> results, std::vector<SequenceUpdate>& updates);
 
   // Sequences of the last batch, for failing them when the backend throws.
@@ -104,7 +110,8 @@ class Scheduler {
  private:
   struct Scheduled {
     Sequence* seq;
-    int32_t num_new_tokens;
+    int32_t num_new_tokens;  // including the proposals
+    int32_t num_drafts = 0;  // proposed tokens verified after the sequence's last token
   };
 
   // Priority policy: preempts running sequences of strictly worse priority (by recompute) until the best waiting one
@@ -112,7 +119,7 @@ class Scheduler {
   void preempt_for_priority();
   // The step's prefill slots left under the partial-prefill limits.
   struct PrefillSlots {
-    int32_t prefills = 0;  // sequences
+    int32_t prefills = 0;       // sequences
     int32_t long_prefills = 0;  // long ones among them
   };
   PrefillSlots prefill_slots() const;
@@ -122,6 +129,11 @@ class Scheduler {
   // with `budget` tokens left in the step.
   int32_t cost_limited_chunk(int32_t tokens, int64_t cached, int32_t budget) const;
   bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots);
+  // Fills seq.speculation.drafts for a decode with `budget` tokens left in the step; returns how many.
+  int32_t propose_drafts(Sequence& seq, int32_t budget);
+  // postprocess() of a verified sequence: `results` has one sample per position (num_drafts + 1).
+  void accept_drafts(Sequence* seq, int32_t num_drafts, std::span<const SampleResult> results,
+                     std::vector<SequenceUpdate>& updates);
   void admit_waiting(int32_t& budget, PrefillSlots& slots);
   std::vector<Sequence*> waiting_in_policy_order() const;
   bool fork_gate_open(const Sequence& seq) const;
@@ -141,6 +153,7 @@ class Scheduler {
   Batch batch_;
   SchedulerStats stats_;
   uint64_t step_counter_ = 0;
+  bool speculate_this_step_ = false;
 };
 
 }  // namespace qinfer

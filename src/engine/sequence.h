@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/sampling.h"
+#include "engine/speculation.h"
 #include "grammar/scoped_matcher.h"
 
 namespace qinfer {
@@ -54,6 +55,7 @@ struct Sequence {
   std::unique_ptr<grammar::ScopedMatcher> matcher;
   std::vector<uint32_t> allowed_tokens;
   std::vector<LogitBias> logit_bias;
+  SpeculationState speculation;  // proposals and their adaptive count (unused without speculative decoding)
 
   // Samples 1..n-1 of a request wait until sample 0 has computed the prompt, then share its full prompt blocks.
   const Sequence* fork_parent = nullptr;

@@ -136,6 +136,25 @@ void ServerMetrics::set_memory_plan(const MemoryPlan& plan) {
   part("device_total", plan.device_total);
 }
 
+void ServerMetrics::refresh_speculation(const SpeculationStats& stats) {
+  registry_.counter("qinfer_spec_decode_num_drafts_total", "Sequence steps that verified proposed tokens")
+      .set_total(static_cast<double>(stats.verifications));
+  registry_.counter("qinfer_spec_decode_draft_tokens_total", "Proposed tokens verified")
+      .set_total(static_cast<double>(stats.draft_tokens));
+  registry_.counter("qinfer_spec_decode_accepted_tokens_total", "Proposed tokens accepted as output")
+      .set_total(static_cast<double>(stats.accepted_tokens));
+  registry_
+      .gauge("qinfer_spec_decode_mean_accepted_length",
+             "Tokens a verifying sequence step produces on average: accepted proposals plus the sampled token")
+      .set(stats.mean_accepted_length());
+  for (size_t i = 0; i < stats.accepted_per_position.size(); ++i)
+    registry_
+        .counter("qinfer_spec_decode_accepted_tokens_per_position_total",
+                 "Proposed tokens accepted, by position in the proposal (0: the first)",
+                 {{"position", std::to_string(i)}})
+        .set_total(static_cast<double>(stats.accepted_per_position[i]));
+}
+
 std::string ServerMetrics::render(const EngineStats* engine, const std::vector<GpuReading>& gpus) {
   Gauge& running = registry_.gauge("qinfer_requests_running", "Sequences in the engine's running batch");
   Gauge& waiting = registry_.gauge("qinfer_requests_waiting", "Sequences waiting in the engine's queue");
@@ -159,6 +178,7 @@ std::string ServerMetrics::render(const EngineStats* engine, const std::vector<G
     preemptions.set_total(static_cast<double>(engine->scheduler.preemptions));
     steps.set_total(static_cast<double>(engine->scheduler.steps));
     set_memory_plan(engine->memory);
+    if (engine->speculation_active) refresh_speculation(engine->scheduler.speculation);
   }
   for (const GpuReading& gpu : gpus) {
     const MetricLabels labels = {{"gpu", std::to_string(gpu.index)}};

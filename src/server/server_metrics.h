@@ -79,6 +79,8 @@ class ServerMetrics {
   void declare_gpu_gauges();
   // qinfer_memory_plan_bytes{part}: the parts the backend reports.
   void set_memory_plan(const MemoryPlan& plan);
+  // The qinfer_spec_decode_* series, once the engine runs speculative decoding.
+  void refresh_speculation(const SpeculationStats& stats);
 
   HistogramSet e2e_request_latency_;
   Counter& prompt_tokens_;

@@ -85,6 +85,23 @@ TEST(ServerMetrics, MemoryPlanByPart) {
   EXPECT_EQ(text.find(R"(part="device_total")"), std::string::npos) << text;
 }
 
+TEST(ServerMetrics, SpeculativeDecodingSeriesOnceActive) {
+  ServerMetrics metrics;
+  EngineStats engine;
+  engine.num_blocks = 4;
+  engine.scheduler.speculation.record(4, 4);
+  engine.scheduler.speculation.record(3, 1);
+  EXPECT_EQ(metrics.render(&engine, {}).find("qinfer_spec_decode"), std::string::npos);
+  engine.speculation_active = true;
+  const std::string text = metrics.render(&engine, {});
+  EXPECT_TRUE(has_line(text, "qinfer_spec_decode_num_drafts_total 2")) << text;
+  EXPECT_TRUE(has_line(text, "qinfer_spec_decode_draft_tokens_total 7")) << text;
+  EXPECT_TRUE(has_line(text, "qinfer_spec_decode_accepted_tokens_total 5")) << text;
+  EXPECT_TRUE(has_line(text, "qinfer_spec_decode_mean_accepted_length 3.5")) << text;
+  EXPECT_TRUE(has_line(text, R"(qinfer_spec_decode_accepted_tokens_per_position_total{position="0"} 2)")) << text;
+  EXPECT_TRUE(has_line(text, R"(qinfer_spec_decode_accepted_tokens_per_position_total{position="3"} 1)")) << text;
+}
+
 TEST(VllmMetrics, AbsentUnlessAsked) {
   ServerMetrics metrics;
   metrics.time_to_first_token.observe(0.003);

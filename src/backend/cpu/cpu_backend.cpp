@@ -124,7 +124,7 @@ void CpuBackend::attention_layer(const Batch& batch, int layer, const std::vecto
 }
 
 std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
-  validate_batch(batch, model_->config, kv_shape_, max_model_len_);
+  validate_batch(batch, model_->config, kv_shape_, max_model_len_, /*multi_position_sampling=*/true);
   const ModelConfig& c = model_->config;
   const Qwen3Weights& w = model_->weights;
   const int h = c.hidden_size, qw = c.q_width(), kvw = c.kv_width(), ff = c.intermediate_size, d = c.head_dim;
@@ -170,12 +170,14 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
   }
 
-  // Final norm and lm_head only at the last position of each sampling sequence.
+  // Final norm and lm_head only at the sampled positions: the last of each sampling sequence, or all of its positions
+  // with sample_all_positions.
   std::vector<float> last;  // [num_sampled, hidden]
   int64_t end = 0;
   for (const BatchSequence& s : batch.sequences) {
     end += s.num_tokens;
-    if (s.sample) last.insert(last.end(), x.begin() + sz(end - 1, h), x.begin() + sz(end, h));
+    const int64_t first = end - s.num_samples();
+    last.insert(last.end(), x.begin() + sz(first, h), x.begin() + sz(end, h));
   }
   const int num_sampled = static_cast<int>(last.size() / static_cast<size_t>(h));
   cpu::rms_norm(last.data(), w.final_norm, num_sampled, h, eps, last.data());
@@ -191,11 +193,16 @@ std::vector<SampleResult> CpuBackend::step(const Batch& batch) {
   const size_t vocab = static_cast<size_t>(model_->config.vocab_size);
   size_t row = 0;
   for (const BatchSequence& s : batch.sequences) {
-    if (!s.sample) continue;
-    std::span<float> row_logits(logits.data() + row * vocab, vocab);
-    if (s.constrained()) apply_logit_constraints(row_logits, s.allowed_tokens, s.logit_bias);
-    results.push_back(sample_token(row_logits, *s.sampling, s.history, s.sample_step));
-    ++row;
+    const int32_t num_samples = s.num_samples();
+    if (num_samples == 0) continue;
+    // With sample_all_positions the history ends with the proposed tokens; position i sees those before it.
+    const size_t base_output = s.history.output.size() - static_cast<size_t>(num_samples - 1);
+    for (int32_t i = 0; i < num_samples; ++i, ++row) {
+      std::span<float> row_logits(logits.data() + row * vocab, vocab);
+      if (s.constrained()) apply_logit_constraints(row_logits, s.allowed_tokens, s.logit_bias);
+      const TokenHistory history{s.history.prompt, s.history.output.first(base_output + static_cast<size_t>(i))};
+      results.push_back(sample_token(row_logits, *s.sampling, history, s.sample_step + static_cast<uint64_t>(i)));
+    }
   }
   return results;
 }

@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
   KvCacheShape kv_cache() const override { return kv_shape_; }
   int max_model_len() const override { return max_model_len_; }
   MemoryPlan memory_plan() const override { return memory_plan_; }
+  bool supports_multi_position_sampling() const override { return true; }
   std::vector<SampleResult> step(const Batch& batch) override;
   std::vector<float> forward_logits(const Batch& batch) override;
 

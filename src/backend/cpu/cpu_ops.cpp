@@ -45,7 +45,7 @@ void load_weight_row(const TensorView& weight, int64_t row, float* out) {
 
 namespace {
 
-// Dot product with a bf16 row widened inside the loop: decode reads each weight once, so no row buffer.
+// Dot product with a bf16 row widened inside the loop: no row buffer, and one summation order for every use.
 QINFER_CPU_CLONES float dot_bf16(const float* x, const uint16_t* w, int n) {
   float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
@@ -53,17 +53,16 @@ QINFER_CPU_CLONES float dot_bf16(const float* x, const uint16_t* w, int n) {
   return acc;
 }
 
-// Few tokens: each weight row is used a few times, widening it into a buffer first costs more than it saves.
-constexpr int kMaxTokensForFusedBf16 = 4;
-
 }  // namespace
 
 void linear(ThreadPool& pool, const float* x, int num_tokens, const TensorView& w, float* y) {
   QINFER_CHECK(w.shape.size() == 2);
   const int64_t n_out = w.shape[0];
   const int k = static_cast<int>(w.shape[1]);
-  // Rows of the weight are split across threads; each row is widened once and used for every token.
-  if (w.dtype == DType::kBF16 && num_tokens <= kMaxTokensForFusedBf16) {
+  // Rows of the weight are split across threads. A bf16 row is widened inside the dot product for every token, the
+  // same code whatever the token count, so a token's result does not depend on how many share the step (speculative
+  // verification must reproduce one-token decode bit for bit); other rows are widened once and used for every token.
+  if (w.dtype == DType::kBF16) {
     const auto* base = reinterpret_cast<const uint16_t*>(w.data);
     pool.parallel_for(static_cast<size_t>(n_out), [&](size_t begin, size_t end) {
       for (size_t n = begin; n < end; ++n)

@@ -55,12 +55,15 @@ void convert_to_bf16(const TensorView& view, size_t first, size_t count, uint16_
   }
 }
 
-// Double-buffered host -> pinned -> device copies: the CPU fills one staging buffer while the other is in flight.
+// Double-buffered host -> pinned -> device copies: the CPU fills one staging buffer while the other is in flight. The
+// fill is split over the pool's threads: one thread's memcpy out of a mapped checkpoint is bound by its page faults
+// (about 5 GB/s), well below what the copy engine takes.
 class StagedUploader {
  public:
-  StagedUploader(std::byte* device_base, cudaStream_t stream)
+  StagedUploader(std::byte* device_base, cudaStream_t stream, ThreadPool& pool)
       : device_base_(device_base),
         stream_(stream),
+        pool_(pool),
         staging_{PinnedBuffer(kStagingBytes, "weight staging"), PinnedBuffer(kStagingBytes, "weight staging")} {
     for (auto& event : done_) CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   }
@@ -73,10 +76,7 @@ class StagedUploader {
     for (size_t first = 0; first < bytes; first += kStagingBytes) {
       const size_t count = std::min(kStagingBytes, bytes - first);
       CUDA_CHECK(cudaEventSynchronize(done_[next_]));
-      if (item.dense)
-        convert_to_bf16(*item.dense, first / 2, count / 2, staging_[next_].as<uint16_t>());
-      else
-        std::memcpy(staging_[next_].data(), reinterpret_cast<const std::byte*>(item.words->data()) + first, count);
+      fill(item, first, count, staging_[next_].as<std::byte>());
       CUDA_CHECK(cudaMemcpyAsync(device_base_ + item.device_offset + first, staging_[next_].data(), count,
                                  cudaMemcpyHostToDevice, stream_));
       CUDA_CHECK(cudaEventRecord(done_[next_], stream_));
@@ -87,8 +87,24 @@ class StagedUploader {
   void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
  private:
+  // Bytes [first, first + count) of the item's device image into `out`, in slices of whole 4-byte words.
+  void fill(const UploadItem& item, size_t first, size_t count, std::byte* out) {
+    pool_.parallel_for(count / 4, [&](size_t begin_word, size_t end_word) {
+      const size_t begin = begin_word * 4, slice = (end_word - begin_word) * 4;
+      if (item.dense)
+        convert_to_bf16(*item.dense, (first + begin) / 2, slice / 2, reinterpret_cast<uint16_t*>(out + begin));
+      else
+        std::memcpy(out + begin, reinterpret_cast<const std::byte*>(item.words->data()) + first + begin, slice);
+    });
+    if (count % 4 != 0) {  // a dense tensor with an odd element count: its last bf16 element
+      QINFER_CHECK(item.dense != nullptr && count % 4 == 2, "packed quantized words are whole 4-byte words");
+      convert_to_bf16(*item.dense, (first + count) / 2 - 1, 1, reinterpret_cast<uint16_t*>(out + count - 2));
+    }
+  }
+
   std::byte* device_base_;
   cudaStream_t stream_;
+  ThreadPool& pool_;
   PinnedBuffer staging_[2];
   cudaEvent_t done_[2]{};
   int next_ = 0;
@@ -123,7 +139,7 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   };
   // A linear fused from `parts` along its outputs: dense parts as bf16, quantized ones repacked for the kernels.
   std::deque<PackedQuantizedLinear> packed_linears;  // stable addresses for the upload items
-  std::unique_ptr<ThreadPool> pool;
+  ThreadPool pool(0);
   std::vector<cuda::QuantizedLinearShape> quantized_shapes;
   auto place_linear = [&](const std::vector<const qinfer::LinearWeight*>& parts) {
     LinearPlacement placement;
@@ -139,8 +155,7 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
       placement.offset = place(dense);
       return placement;
     }
-    if (!pool) pool = std::make_unique<ThreadPool>(0);
-    const PackedQuantizedLinear& packed = packed_linears.emplace_back(pack_quantized_linear(parts, *pool));
+    const PackedQuantizedLinear& packed = packed_linears.emplace_back(pack_quantized_linear(parts, pool));
     placement.packed = &packed;
     placement.offset = total;
     items.push_back({.words = &packed.weight, .device_offset = total});
@@ -214,7 +229,7 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
     l.down = linear(o.down, hidden, inter);
   }
 
-  StagedUploader uploader(base, stream);
+  StagedUploader uploader(base, stream, pool);
   ProgressReporter progress("uploading weights", static_cast<int64_t>(total));
   for (const UploadItem& item : items) {
     uploader.upload(item);

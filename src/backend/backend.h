@@ -38,6 +38,9 @@ struct BackendOptions {
                                // sequences can use); CUDA what gpu_memory_utilization leaves
   int num_threads = 0;         // CPU worker threads (0: all cores)
   bool cuda_graphs = true;
+  // CUDA: directory of the file of tuned cuBLASLt choices (--gemm-tuning-cache), read at start and written after
+  // tuning; empty: time them at every start.
+  std::string gemm_tuning_cache_dir;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype
 };
 

@@ -1,6 +1,8 @@
 #include "cli/model_loading.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 
 #include "model/model_path.h"
 #include "model/online_quantization.h"
@@ -46,6 +48,19 @@ std::string describe_weights(const ModelConfig& c) {
              (q.online ? ", quantized at load" : "");
   }
   return "?";
+}
+
+// qinfer's own cache (the GEMM tuning file): $QINFER_CACHE_DIR, else $XDG_CACHE_HOME/qinfer, else ~/.cache/qinfer;
+// empty without any of them.
+std::filesystem::path default_qinfer_cache_dir() {
+  auto env = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value != nullptr ? value : "";
+  };
+  if (std::string dir = env("QINFER_CACHE_DIR"); !dir.empty()) return dir;
+  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return std::filesystem::path(xdg) / "qinfer";
+  if (std::string home = env("HOME"); !home.empty()) return std::filesystem::path(home) / ".cache" / "qinfer";
+  return {};
 }
 
 }  // namespace
@@ -104,6 +119,13 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
       "KV cache size, e.g. 8GiB or 4e9 (CPU default: 2GiB; CUDA default: what --gpu-memory-utilization leaves)");
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
   cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
+  o.gemm_tuning_cache_dir = default_qinfer_cache_dir().string();
+  cmd.add_option_function<std::string>(
+         "--gemm-tuning-cache",
+         [&o](const std::string& value) { o.gemm_tuning_cache_dir = value == "off" ? "" : value; },
+         "CUDA: directory of the tuned cuBLASLt choices, kept per GPU, driver and cuBLASLt version so that later "
+         "starts skip the timing (off: time them at every start)")
+      ->default_str(o.gemm_tuning_cache_dir.empty() ? "off" : o.gemm_tuning_cache_dir);
 }
 
 std::optional<std::filesystem::path> find_tokenizer_dir(const ModelFlags& flags) {

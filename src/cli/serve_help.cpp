@@ -46,6 +46,7 @@ constexpr std::pair<std::string_view, const char*> kGroups[] = {
     {"--scheduling-policy", kEngine},
     {"--speculative-config", kEngine},
     {"--enforce-eager", kEngine},
+    {"--gemm-tuning-cache", kEngine},
     {"--threads", kEngine},
     {"--seed", kEngine},
     {"--gpu-memory-utilization", kKvCache},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 #include "backend/cuda/cuda_check.h"
 
@@ -26,6 +27,8 @@ CublasLtGemm::~CublasLtGemm() {
   }
   cublasLtDestroy(handle_);
 }
+
+size_t CublasLtGemm::workspace_bytes() { return kWorkspaceBytes; }
 
 int CublasLtGemm::bucket_of(int m) { return m <= 16 ? 16 : static_cast<int>(std::bit_ceil(static_cast<unsigned>(m))); }
 
@@ -110,15 +113,41 @@ void CublasLtGemm::matmul(const __nv_bfloat16* x, const __nv_bfloat16* weight, v
   CUBLAS_CHECK(launch(op, layouts, algo_for(m, n, k, y_fp32, op, layouts), x, weight, y, stream));
 }
 
+void CublasLtGemm::keep_bucket_algo(int m, int n, int k, bool y_fp32, const cublasLtMatmulAlgo_t& algo) {
+  bucket_algos_.insert_or_assign(ShapeKey{m, n, k, y_fp32}, algo);
+  // Shapes checked against the bucket's previous algorithm are checked again on their next use.
+  std::erase_if(checked_, [&](const ShapeKey& key) {
+    const auto& [key_m, key_n, key_k, key_fp32] = key;
+    return key_n == n && key_k == k && key_fp32 == y_fp32 && bucket_of(key_m) == m;
+  });
+}
+
 CublasLtGemm::TuneResult CublasLtGemm::tune(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32,
-                                            int m, int n, int k, cudaStream_t stream) {
+                                            int m, int n, int k, cudaStream_t stream, GemmTuningCache* cache) {
   const Operation& op = operation_for(n, k, y_fp32);
   const ActivationLayouts layouts(m, n, k, y_fp32);
+  const auto run = [&](const cublasLtMatmulAlgo_t& algo) { return launch(op, layouts, algo, x, weight, y, stream); };
+  static_assert(sizeof(cublasLtMatmulAlgo_t::data) == sizeof(GemmAlgoWords));
+  const GemmShape shape{.m = m, .n = n, .k = k, .y_fp32 = y_fp32};
+  if (cache != nullptr) {
+    if (const std::optional<GemmAlgoWords> words = cache->find(shape)) {
+      cublasLtMatmulAlgo_t algo{};
+      std::memcpy(algo.data, words->data(), sizeof(algo.data));
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoCheck(handle_, op.desc, op.weight, layouts.x, layouts.y, layouts.y, &algo, &check) ==
+              CUBLAS_STATUS_SUCCESS &&
+          check.workspaceSize <= kWorkspaceBytes && run(algo) == CUBLAS_STATUS_SUCCESS) {
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        keep_bucket_algo(m, n, k, y_fp32, algo);
+        return {.from_cache = true};
+      }
+      cache->erase(shape);
+    }
+  }
   const std::vector<cublasLtMatmulAlgo_t> candidates = heuristics(op, layouts, kTuneCandidates);
   cudaEvent_t start = nullptr, stop = nullptr;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
-  const auto run = [&](const cublasLtMatmulAlgo_t& algo) { return launch(op, layouts, algo, x, weight, y, stream); };
   // The warm-up launch loads each candidate's module; candidates that fail to launch are dropped.
   std::vector<size_t> usable;
   for (size_t c = 0; c < candidates.size(); ++c)
@@ -150,12 +179,13 @@ CublasLtGemm::TuneResult CublasLtGemm::tune(const __nv_bfloat16* x, const __nv_b
   }
   CUDA_CHECK(cudaEventDestroy(start));
   CUDA_CHECK(cudaEventDestroy(stop));
-  bucket_algos_.insert_or_assign(ShapeKey{m, n, k, y_fp32}, candidates[static_cast<size_t>(result.chosen)]);
-  // Shapes checked against the bucket's previous algorithm are checked again on their next use.
-  std::erase_if(checked_, [&](const ShapeKey& key) {
-    const auto& [key_m, key_n, key_k, key_fp32] = key;
-    return key_n == n && key_k == k && key_fp32 == y_fp32 && bucket_of(key_m) == m;
-  });
+  const cublasLtMatmulAlgo_t& chosen = candidates[static_cast<size_t>(result.chosen)];
+  keep_bucket_algo(m, n, k, y_fp32, chosen);
+  if (cache != nullptr) {
+    GemmAlgoWords words{};
+    std::memcpy(words.data(), chosen.data, sizeof(chosen.data));
+    cache->store(shape, words);
+  }
   return result;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/gemm_tuning_cache.h"
 
 namespace qinfer::cuda {
 
@@ -38,13 +39,19 @@ class CublasLtGemm {
 
   // Times the heuristic's first few algorithms for this shape on these buffers (only y is written) and keeps the
   // fastest for m's bucket (call it with the bucket's upper end, or the largest m the caller will use). Synchronises
-  // the stream. Returns the seconds per call of the heuristic's first choice and of the kept one.
+  // the stream. Returns the seconds per call of the heuristic's first choice and of the kept one. With a `cache`
+  // that holds the shape, and cuBLASLt accepts its algorithm, that one is kept without timing (from_cache; one launch
+  // loads its module); else the timed choice is stored in it.
   struct TuneResult {
     double first_choice_seconds = 0, chosen_seconds = 0;
     int candidates = 0, chosen = 0;
+    bool from_cache = false;
   };
   TuneResult tune(const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, bool y_fp32, int m, int n, int k,
-                  cudaStream_t stream);
+                  cudaStream_t stream, GemmTuningCache* cache = nullptr);
+
+  // The limit on the workspace of every algorithm used: part of a tuning cache's environment.
+  static size_t workspace_bytes();
 
  private:
   using ShapeKey = std::tuple<int, int, int, bool>;  // m (or its bucket), n, k, y_fp32
@@ -66,6 +73,8 @@ class CublasLtGemm {
   std::vector<cublasLtMatmulAlgo_t> heuristics(const Operation& op, const ActivationLayouts& layouts, int count);
   const cublasLtMatmulAlgo_t& algo_for(int m, int n, int k, bool y_fp32, const Operation& op,
                                        const ActivationLayouts& layouts);
+  // Keeps `algo` for the bucket m (the upper end) and forgets which exact shapes its previous algorithm supported.
+  void keep_bucket_algo(int m, int n, int k, bool y_fp32, const cublasLtMatmulAlgo_t& algo);
   // y = x · weightᵀ with `algo` on the stream (no check: tune() drops algorithms that fail to launch).
   cublasStatus_t launch(const Operation& op, const ActivationLayouts& layouts, const cublasLtMatmulAlgo_t& algo,
                         const __nv_bfloat16* x, const __nv_bfloat16* weight, void* y, cudaStream_t stream);

@@ -85,6 +85,8 @@ class CudaBackend final : public Backend {
   // The lm_head and layer shapes whose cuBLASLt algorithms are chosen at start-up, on the workspace's buffers filled
   // with embedding rows (model-like bf16 values: on the zeros of fresh allocations GEMMs draw less power and run
   // faster than on real activations, docs/CUDA_DESIGN.md "cuBLASLt").
+  // Chooses and loads the cuBLASLt algorithms (LinearLayers::warm_up) through the tuning cache of
+  // options_.gemm_tuning_cache_dir, and says in one line what it did.
   void warm_up_gemms();
   // Enqueues sampling of the step's sampled rows and the copy of their results to workspace_->host_results. With
   // `constraints` (upload_constraints()), the constrained rows' masks and biases are applied first.
@@ -127,9 +129,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
       c, cuda::WorkspaceLimits{options.max_num_batched_tokens, options.max_num_seqs, device_.num_sms});
   const cuda::LinearLayers::QuantizedScratchBytes quantized_scratch =
       linears_.reserve_quantized_scratch(weights_.quantized_shapes);
-  const auto warm_up_start = std::chrono::steady_clock::now();
   warm_up_gemms();
-  spdlog::info("{}: cuBLASLt algorithms chosen and loaded in {:.0f} ms", name_, 1e3 * seconds_since(warm_up_start));
 
   attention_ = std::make_unique<cuda::Attention>(
       c, options.kv_cache_dtype, options.block_size,
@@ -171,6 +171,13 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::warm_up_gemms() {
+  const auto start = std::chrono::steady_clock::now();
+  cuda::GemmTuningEnvironment environment{.gpu_name = device_.name,
+                                          .compute_capability = device_.compute_major * 10 + device_.compute_minor,
+                                          .cublaslt_version = cublasLtGetVersion(),
+                                          .workspace_bytes = cuda::CublasLtGemm::workspace_bytes()};
+  CUDA_CHECK(cudaDriverGetVersion(&environment.driver_version));
+  cuda::GemmTuningCache cache(options_.gemm_tuning_cache_dir, std::move(environment));
   const ModelConfig& c = model_->config;
   const cuda::Workspace& w = *workspace_;
   const cuda::GpuLayerWeights& lw = weights_.layers.front();
@@ -178,12 +185,26 @@ void CudaBackend::warm_up_gemms() {
   for (const cuda::DeviceBuffer* buffer : {&w.normed, &w.attention, &w.activation})
     CUDA_CHECK(cudaMemcpyAsync(buffer->data(), weights_.embed, std::min(buffer->bytes(), table_bytes),
                                cudaMemcpyDeviceToDevice, stream_));
-  linears_.warm_up({{&lw.qkv, w.normed.as<bf16>(), w.qkv.data()},
-                    {&lw.o_proj, w.attention.as<bf16>(), w.delta.data()},
-                    {&lw.gate_up, w.normed.as<bf16>(), w.gate_up.data()},
-                    {&lw.down, w.activation.as<bf16>(), w.delta.data()},
-                    {&weights_.lm_head, w.final_normed.as<bf16>(), w.logits.data(), true, false}},
-                   options_.max_num_batched_tokens, options_.max_num_seqs, kernel_stream());
+  const cuda::LinearLayers::WarmUpCounts counts =
+      linears_.warm_up({{&lw.qkv, w.normed.as<bf16>(), w.qkv.data()},
+                        {&lw.o_proj, w.attention.as<bf16>(), w.delta.data()},
+                        {&lw.gate_up, w.normed.as<bf16>(), w.gate_up.data()},
+                        {&lw.down, w.activation.as<bf16>(), w.delta.data()},
+                        {&weights_.lm_head, w.final_normed.as<bf16>(), w.logits.data(), true, false}},
+                       options_.max_num_batched_tokens, options_.max_num_seqs, kernel_stream(), &cache);
+  cache.save();
+  const double ms = 1e3 * seconds_since(start);
+  if (!cache.enabled())
+    spdlog::info("{}: cuBLASLt algorithms of {} shapes timed and loaded in {:.0f} ms (no tuning cache)", name_,
+                 counts.tuned, ms);
+  else if (counts.tuned == 0)
+    spdlog::info("{}: cuBLASLt algorithms of {} shapes taken from the tuning cache {} and loaded in {:.0f} ms", name_,
+                 counts.from_cache, cache.path().string(), ms);
+  else
+    spdlog::info(
+        "{}: cuBLASLt algorithms of {} shapes timed ({} from the tuning cache) and loaded in {:.0f} ms; "
+        "saved to {}",
+        name_, counts.tuned, counts.from_cache, ms, cache.path().string());
 }
 
 SamplingConstraints CudaBackend::upload_constraints(const cuda::BatchPlan& plan) {

@@ -73,8 +73,9 @@ void LinearLayers::multiply_swiglu(const LinearWeight& gate_up, const __nv_bfloa
   }
 }
 
-void LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, int max_sequences,
-                           const KernelStream& stream) {
+LinearLayers::WarmUpCounts LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, int max_sequences,
+                                                 const KernelStream& stream, GemmTuningCache* cache) {
+  WarmUpCounts counts;
   const int first_bucket = CublasLtGemm::bucket_of(kGemvRowLimit + 1);
   for (int bucket = first_bucket;; bucket *= 2) {
     const int rows = std::min(bucket, max_rows);
@@ -83,7 +84,10 @@ void LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, 
       if (shape.tune) {
         // Every bucket's algorithm is the fastest of the heuristic's first few: 3-6 % faster than the first choice
         // on the prefill shapes, 3 % on the 64-sequence decode step (docs/CUDA_DESIGN.md, "cuBLASLt").
-        gemm_.tune(shape.x, bf16_weight(w, stream), shape.y, shape.y_fp32, rows, w.n, w.k, stream.stream);
+        const bool from_cache =
+            gemm_.tune(shape.x, bf16_weight(w, stream), shape.y, shape.y_fp32, rows, w.n, w.k, stream.stream, cache)
+                .from_cache;
+        ++(from_cache ? counts.from_cache : counts.tuned);
       } else if (bucket == first_bucket || bucket / 2 < max_sequences) {
         multiply(w, shape.x, std::min(bucket, max_sequences), shape.y, shape.y_fp32, {kGemvRowLimit}, stream);
       }
@@ -91,6 +95,7 @@ void LinearLayers::warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, 
     if (rows == max_rows) break;
   }
   CUDA_CHECK(cudaStreamSynchronize(stream.stream));
+  return counts;
 }
 
 void LinearLayers::multiply_quantized_gemm(const LinearWeight& w, const __nv_bfloat16* x, int rows, __nv_bfloat16* y,

@@ -79,8 +79,14 @@ class LinearLayers {
   // CUDA loads kernel modules lazily: the first launch of each cuBLASLt kernel costs milliseconds, which a request
   // would otherwise pay as TTFT the first time its token count falls in a new bucket. Choosing (and timing) the
   // algorithms of every row bucket from kGemvRowLimit + 1 up to max_rows loads them all at start-up. `max_sequences`
-  // bounds the rows of shapes with tune == false (lm_head: one row per sampled sequence). Synchronises the stream.
-  void warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, int max_sequences, const KernelStream& stream);
+  // bounds the rows of shapes with tune == false (lm_head: one row per sampled sequence). Choices found in `cache`
+  // are taken without timing, and timed ones are stored in it (CublasLtGemm::tune). Synchronises the stream.
+  struct WarmUpCounts {
+    int tuned = 0;       // timed now
+    int from_cache = 0;  // taken from the cache
+  };
+  WarmUpCounts warm_up(const std::vector<GemmWarmUp>& shapes, int max_rows, int max_sequences,
+                       const KernelStream& stream, GemmTuningCache* cache);
 
   // Allocates what the quantized linears of these shapes need (none: nothing): the bf16 matrix they are dequantized
   // into for cuBLASLt and the quantized GEMM's k-split partial sums. Returns the bytes of each.

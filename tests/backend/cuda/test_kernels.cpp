@@ -1,8 +1,11 @@
 // Element-wise and linear kernels against float64 references on random inputs, outputs poisoned beforehand.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -106,6 +109,50 @@ TEST(CublasLtGemm, TunedAlgorithmsMatchReference) {
     const auto ref = reference_linear(to_double(x), to_double(w), m, n, k);
     EXPECT_LT(relative_error(dy.download(), ref), kBf16Tolerance) << "m " << m;
   }
+}
+
+// A second start takes the tuned choice from the cache (no timing) and computes exactly what the timed one did; an
+// entry cuBLASLt refuses is dropped and the shape timed again.
+TEST(CublasLtGemm, TuningCacheGivesTheTimedChoiceBack) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(9);
+  const int m = 256, n = 320, k = 512;
+  const auto w = random_bf16(static_cast<size_t>(n) * k, rng, 0.1f);
+  const auto x = random_bf16(static_cast<size_t>(m) * k, rng);
+  DeviceArray<__nv_bfloat16> dw(w), dx(x), scratch(static_cast<size_t>(m) * n);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("qinfer-gemm-cache-test-" + std::to_string(::getpid()));
+  const GemmTuningEnvironment environment{.gpu_name = "test", .workspace_bytes = CublasLtGemm::workspace_bytes()};
+  std::vector<__nv_bfloat16> timed_output;
+  {
+    GemmTuningCache cache(dir, environment);
+    CublasLtGemm gemm;
+    EXPECT_FALSE(gemm.tune(dx.get(), dw.get(), scratch.get(), false, m, n, k, nullptr, &cache).from_cache);
+    EXPECT_EQ(cache.size(), 1u);
+    cache.save();
+    DeviceArray<__nv_bfloat16> dy(static_cast<size_t>(m) * n);
+    gemm.matmul(dx.get(), dw.get(), dy.get(), false, m, n, k, nullptr);
+    timed_output = dy.download();
+  }
+  {
+    GemmTuningCache cache(dir, environment);
+    CublasLtGemm gemm;
+    EXPECT_TRUE(gemm.tune(dx.get(), dw.get(), scratch.get(), false, m, n, k, nullptr, &cache).from_cache);
+    DeviceArray<__nv_bfloat16> dy(static_cast<size_t>(m) * n);
+    gemm.matmul(dx.get(), dw.get(), dy.get(), false, m, n, k, nullptr);
+    const auto cached_output = dy.download();
+    ASSERT_EQ(cached_output.size(), timed_output.size());
+    EXPECT_EQ(std::memcmp(cached_output.data(), timed_output.data(), cached_output.size() * sizeof(__nv_bfloat16)), 0);
+  }
+  {
+    GemmTuningCache cache(dir, environment);
+    const GemmShape shape{.m = m, .n = n, .k = k, .y_fp32 = false};
+    cache.store(shape, {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull});  // no algorithm cuBLASLt knows
+    CublasLtGemm gemm;
+    EXPECT_FALSE(gemm.tune(dx.get(), dw.get(), scratch.get(), false, m, n, k, nullptr, &cache).from_cache);
+    EXPECT_NE(cache.find(shape), (GemmAlgoWords{~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull}));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Embedding, GathersRows) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "loadgen/bench_runner.h"
@@ -86,6 +87,16 @@ void register_bench_serve(CLI::App& bench) {
                   "Long requests in flight at most, outside --concurrency / --request-rate")
       ->capture_default_str();
   cmd->add_flag("--chat", o.chat, "Use /v1/chat/completions (default: /v1/completions)");
+  cmd->add_option_function<std::string>(
+      "--extra-body,--extra-request-body",
+      [&o](const std::string& text) {
+        nlohmann::json extra = nlohmann::json::parse(text, nullptr, false);
+        if (!extra.is_object())
+          throw CLI::ValidationError("--extra-body", "expected a JSON object, e.g. '{\"response_format\": {...}}'");
+        o.extra_body = std::move(extra);
+      },
+      "JSON object merged into every request body (e.g. a response_format, to load-test structured output); "
+      "SGLang: --extra-request-body");
   cmd->add_option("--model", o.model, "Model name sent (default: first id of GET /v1/models)");
   cmd->add_option("--api-key", o.api_key, "Bearer token (default: $QINFER_API_KEY)");
   cmd->add_option("--seed", o.seed, "Seed of prompts and arrivals")->capture_default_str();

@@ -131,7 +131,8 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
   std::optional<Tokenizer> tokenizer;
   if (!o.tokenizer_dir.empty() && (o.dataset == "random" || o.long_requests > 0))
     tokenizer = Tokenizer::from_model_dir(o.tokenizer_dir);
-  const RequestShape shape{.model = report.model, .chat = o.chat, .output_len = o.output_len};
+  const RequestShape shape{
+      .model = report.model, .chat = o.chat, .output_len = o.output_len, .extra_body = o.extra_body};
   StreamClient client(curl.api(), StreamTarget{.url = base + report.endpoint,
                                                .api_key = o.api_key,
                                                .request_timeout_seconds = o.request_timeout_seconds});

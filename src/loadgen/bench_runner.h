@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct BenchOptions {
   std::string api_key;                // `Authorization: Bearer KEY` on every request when not empty
   std::string model;                  // empty: the first id of GET /v1/models
   bool chat = false;                  // /v1/chat/completions instead of /v1/completions
+  nlohmann::json extra_body;          // an object merged into every request body (--extra-body); null: none
   std::vector<int> concurrencies;     // a level per value: num_prompts requests, this many in flight
   std::vector<double> request_rates;  // a level per value: Poisson arrivals at this rate (instead of concurrencies)
   int max_concurrency = 0;            // with request rates: cap on requests in flight (0: none)

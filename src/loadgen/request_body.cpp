@@ -13,6 +13,7 @@ std::string request_body(const RequestShape& shape, const PromptSpec& prompt) {
     body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt.text}}});
   else
     body["prompt"] = prompt.text;
+  if (shape.extra_body.is_object()) body.update(shape.extra_body);
   return body.dump();
 }
 

@@ -97,5 +97,16 @@ TEST(RequestBody, CompletionAndChatShapes) {
   EXPECT_FALSE(chat.contains("prompt"));
 }
 
+TEST(RequestBody, ExtraBodyIsMergedLast) {
+  PromptSpec prompt;
+  prompt.text = "hello";
+  const nlohmann::json extra = {{"response_format", {{"type", "json_object"}}}, {"temperature", 0.7}};
+  const auto body =
+      nlohmann::json::parse(request_body({.model = "m", .chat = true, .output_len = 8, .extra_body = extra}, prompt));
+  EXPECT_EQ(body["response_format"]["type"], "json_object");
+  EXPECT_EQ(body["temperature"], 0.7);  // the extra fields win over the defaults
+  EXPECT_EQ(body["max_tokens"], 8);
+}
+
 }  // namespace
 }  // namespace qinfer::loadgen

@@ -43,6 +43,13 @@ transformers' internals hand K and V over.)
 
     python3 tools/hf_parity_4b.py --qinfer build-gpu/qinfer --work /tmp/parity4b --out $OUT/parity4b.json
 
+`--quantization awq|gptq|fp8` checks a quantized checkpoint instead: `make-test-model --quantization` writes the same
+random 4B quantized from its bf16 weights (AutoAWQ GEMM int4 g128, GPTQ int4 g128, or Qwen's 128x128 block FP8), qinfer
+serves that checkpoint as it is (its quantized kernels), and transformers runs a dense Qwen3ForCausalLM whose weights are
+the checkpoint dequantized by tools/quant_reference.py (numpy, its own implementation of each format), in fp32 and (the
+floor) rounded to bf16. The checks and bounds are the same: qinfer's error is measured against the quantized model's
+exact function, not against the bf16 model it was quantized from.
+
 Exit status 0 when every check holds, 1 otherwise; the JSON report has every step's numbers.
 """
 import argparse
@@ -267,6 +274,29 @@ def check_case(models, reference, qinfer, model_dir, prompt, device, kv_cache_dt
     return ok, summary, steps
 
 
+def dequantized_models(model_dir, dtypes):
+    """Dense transformers models (name -> model) over the quantized checkpoint's weights dequantized to float32."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import quant_reference
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    weights = quant_reference.dequantize(
+        quant_reference.read_safetensors(os.path.join(model_dir, "model.safetensors")), config)
+    plain = {k: v for k, v in config.items() if k != "quantization_config"}
+    models = {}
+    for name, dtype in dtypes:
+        model = Qwen3ForCausalLM(Qwen3Config(**plain)).to(dtype)
+        model.config._attn_implementation = "eager"
+        missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=False)
+        if unexpected or [m for m in missing if m != "lm_head.weight"]:
+            raise SystemExit(f"state dict mismatch: missing {missing}, unexpected {unexpected}")
+        model.tie_weights()
+        models[name] = model.to("cuda").eval()
+    return models
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--qinfer", required=True)
@@ -274,19 +304,27 @@ def main():
     parser.add_argument("--out", required=True, help="JSON report")
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "fp8"], help="qinfer's KV cache storage")
+    parser.add_argument("--quantization", choices=["awq", "gptq", "fp8"],
+                        help="check this quantized checkpoint of the same weights (bf16 KV cache only)")
     parser.add_argument("--floor-samples", type=int, default=8, metavar="N",
                         help="fp8: perturbed bf16 floors per CUDA case besides the unperturbed one (bounds: median)")
     parser.add_argument("--floor-noise", type=float, default=5e-4,
                         help="relative K/V perturbation of those floors before the E4M3 rounding")
     args = parser.parse_args()
-    model_dir = os.path.join(args.work, "qwen3-4b-shape")
+    if args.quantization and args.kv_cache_dtype == "fp8":
+        parser.error("--quantization takes the bf16 KV cache (the fp8 cache's reference reads bf16 checkpoints only)")
+    model_dir = os.path.join(args.work, "qwen3-4b-shape" + (f"-{args.quantization}" if args.quantization else ""))
     if not os.path.exists(os.path.join(model_dir, "config.json")):
         subprocess.run([args.qinfer, "make-test-model", "--out", model_dir, "--preset", "4b-shape", "--seed",
-                        str(args.seed)], check=True)
+                        str(args.seed)] + (["--quantization", args.quantization] if args.quantization else []),
+                       check=True)
     # transformers in bf16 is the floor of the bf16 cache only; Qwen3Reference's bf16 run is the fp8 cache's.
     dtypes = (("fp32", torch.float32),) + ((("bf16", torch.bfloat16),) if args.kv_cache_dtype == "bf16" else ())
-    models = {name: AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
-              .to("cuda").eval() for name, dtype in dtypes}
+    if args.quantization:
+        models = dequantized_models(model_dir, dtypes)
+    else:
+        models = {name: AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
+                  .to("cuda").eval() for name, dtype in dtypes}
     reference = Qwen3Reference(model_dir) if args.kv_cache_dtype == "fp8" else None
     runs = [("cuda", length) for length in PROMPT_LENGTHS] + [("cpu", length) for length in CPU_PROMPT_LENGTHS]
     cases, all_ok = [], True
@@ -312,7 +350,7 @@ def main():
               "reference": "float32, eager, teacher-forced on qinfer's tokens; bf16 floor: transformers in bfloat16"
                            + ("; fp8 KV: both an explicit Qwen3 forward with K/V rounded to E4M3 as qinfer's cache stores them"
                               if args.kv_cache_dtype == "fp8" else ""),
-              "kv_cache_dtype": args.kv_cache_dtype, "max_relative_error": MAX_RELATIVE_ERROR, "bf16_allowance": BF16_ALLOWANCE, "margin": MARGIN,
+              "kv_cache_dtype": args.kv_cache_dtype, "quantization": args.quantization, "max_relative_error": MAX_RELATIVE_ERROR, "bf16_allowance": BF16_ALLOWANCE, "margin": MARGIN,
               **({"floor_samples": args.floor_samples, "floor_noise": args.floor_noise}
                  if args.kv_cache_dtype == "fp8" else {}),
               "cases": cases}

@@ -133,4 +133,10 @@ class Backend {
 void validate_batch(const Batch& batch, const ModelConfig& config, const KvCacheShape& kv, int max_model_len,
                     bool multi_position_sampling = false);
 
+// Samples the batch's sampled rows on the host from their logits [num_sampled, vocab] (forward_logits' rows), as
+// sample_token() defines: a constrained row gets its constraints applied in place first; position i of a
+// sample_all_positions sequence draws with sample_step + i over the output before its proposal. The CPU backend's
+// sampling, and the reference other backends' draws are checked against. Results in batch order.
+std::vector<SampleResult> sample_batch_on_host(const Batch& batch, std::span<float> logits, int vocab);
+
 }  // namespace qinfer

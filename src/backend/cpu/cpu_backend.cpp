@@ -189,22 +189,7 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
 std::vector<SampleResult> CpuBackend::step(const Batch& batch) {
   std::vector<float> logits = forward_logits(batch);
   if (batch.prepare_constraints) batch.prepare_constraints();
-  std::vector<SampleResult> results;
-  const size_t vocab = static_cast<size_t>(model_->config.vocab_size);
-  size_t row = 0;
-  for (const BatchSequence& s : batch.sequences) {
-    const int32_t num_samples = s.num_samples();
-    if (num_samples == 0) continue;
-    // With sample_all_positions the history ends with the proposed tokens; position i sees those before it.
-    const size_t base_output = s.history.output.size() - static_cast<size_t>(num_samples - 1);
-    for (int32_t i = 0; i < num_samples; ++i, ++row) {
-      std::span<float> row_logits(logits.data() + row * vocab, vocab);
-      if (s.constrained()) apply_logit_constraints(row_logits, s.allowed_tokens, s.logit_bias);
-      const TokenHistory history{s.history.prompt, s.history.output.first(base_output + static_cast<size_t>(i))};
-      results.push_back(sample_token(row_logits, *s.sampling, history, s.sample_step + static_cast<uint64_t>(i)));
-    }
-  }
-  return results;
+  return sample_batch_on_host(batch, logits, model_->config.vocab_size);
 }
 
 }  // namespace qinfer

@@ -29,7 +29,10 @@ struct PenaltyPart {
 // history into owned_penalties. entry_of maps a vocabulary id to its entry in owned_penalties while the row is built
 // (-1: none); it is all -1 again on return, so a walk costs O(history), not O(vocabulary) per row (a hash map per row
 // cost ~60-100 ns per history token, 2-4 ms per step at 64 x 640 tokens).
-PenaltyPart penalty_part(const BatchSequence& s, int vocab, BatchPlan& plan, std::vector<int32_t>& entry_of) {
+// `history` is the sequence's history as the row sees it: with sample_all_positions cut to the row's position (such
+// sequences carry no penalty list, validate_batch refuses one).
+PenaltyPart penalty_part(const BatchSequence& s, const TokenHistory& history, int vocab, BatchPlan& plan,
+                         std::vector<int32_t>& entry_of) {
   PenaltyPart part;
   part.owned_begin = plan.owned_penalties.size();
   if (!s.sampling->has_penalties()) return part;
@@ -55,8 +58,8 @@ PenaltyPart penalty_part(const BatchSequence& s, int vocab, BatchPlan& plan, std
     };
     // Repetition penalty covers prompt and output; presence/frequency only the output.
     if (s.sampling->repetition_penalty != 1.0f)
-      for (int32_t token : s.history.prompt) visit(token, false);
-    for (int32_t token : s.history.output) visit(token, true);
+      for (int32_t token : history.prompt) visit(token, false);
+    for (int32_t token : history.output) visit(token, true);
     for (size_t e = part.owned_begin; e < plan.owned_penalties.size(); ++e)
       entry_of[static_cast<size_t>(plan.owned_penalties[e].token)] = -1;
   }
@@ -107,8 +110,12 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
       plan.prefill_cached_lens.push_back(s.num_cached);
       plan.max_prefill_q_len = std::max(plan.max_prefill_q_len, s.num_tokens);
     }
-    if (s.sample) {
-      plan.sample_rows.push_back(token_row + s.num_tokens - 1);
+    // One sampled row per sampled position: the last, or every one with sample_all_positions. Position i of
+    // num_samples draws with sample_step + i and sees the output up to the proposals before it (backend.h).
+    const int32_t num_samples = s.num_samples();
+    const size_t base_output = s.history.output.size() - static_cast<size_t>(std::max(0, num_samples - 1));
+    for (int32_t i = 0; i < num_samples; ++i) {
+      plan.sample_rows.push_back(token_row + s.num_tokens - num_samples + i);
       const SamplingParams& p = *s.sampling;
       DeviceSamplingParams d;
       d.temperature = p.temperature;
@@ -120,8 +127,9 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
       d.frequency_penalty = p.frequency_penalty;
       d.num_top_logprobs = p.num_top_logprobs;
       d.seed = p.seed;
-      d.step = s.sample_step;
-      const PenaltyPart part = penalty_part(s, vocab, plan, penalty_entry_of);
+      d.step = s.sample_step + static_cast<uint64_t>(i);
+      const TokenHistory history{s.history.prompt, s.history.output.first(base_output + static_cast<size_t>(i))};
+      const PenaltyPart part = penalty_part(s, history, vocab, plan, penalty_entry_of);
       d.penalty_begin = plan.num_penalties;
       d.penalty_end = plan.num_penalties += static_cast<int32_t>(part.count);
       if (part.count > 0) penalty_parts.push_back(part);

@@ -33,7 +33,9 @@ struct BatchPlan {
   std::vector<int32_t> prefill_table_rows, prefill_q_starts, prefill_q_lens, prefill_cached_lens;  // [num_prefill]
   int max_prefill_q_len = 0;
 
-  std::vector<int32_t> sample_rows;                   // [num_sampled] token row whose hidden state is sampled
+  // [num_sampled] token row whose hidden state is sampled, in batch order: the last row of each sampling sequence,
+  // every row of a sample_all_positions one. Each has its own params (its Philox step and penalty entries).
+  std::vector<int32_t> sample_rows;
   std::vector<DeviceSamplingParams> sampling_params;  // [num_sampled]
 
   // The penalty entries that sampling_params' penalty_begin / penalty_end index: the concatenation of penalty_parts,

@@ -1,7 +1,9 @@
 #include "backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,6 +79,7 @@ class CudaBackend final : public Backend {
   KvCacheShape kv_cache() const override { return kv_->shape(); }
   int max_model_len() const override { return max_model_len_; }
   MemoryPlan memory_plan() const override { return memory_plan_; }
+  bool supports_multi_position_sampling() const override { return true; }
   std::vector<SampleResult> step(const Batch& batch) override;
   std::vector<float> forward_logits(const Batch& batch) override;
 
@@ -88,9 +91,10 @@ class CudaBackend final : public Backend {
   // Chooses and loads the cuBLASLt algorithms (LinearLayers::warm_up) through the tuning cache of
   // options_.gemm_tuning_cache_dir, and says in one line what it did.
   void warm_up_gemms();
-  // Enqueues sampling of the step's sampled rows and the copy of their results to workspace_->host_results. With
-  // `constraints` (upload_constraints()), the constrained rows' masks and biases are applied first.
-  void enqueue_sampling(const cuda::StepPlan& step, const cuda::KernelStream& stream,
+  // Enqueues sampling of the step's sampled rows [first, first + count), whose logits workspace_->logits holds, and
+  // the copy of their results to workspace_->host_results at the same rows. With `constraints`
+  // (upload_constraints()), the constrained rows' masks and biases are applied first.
+  void enqueue_sampling(const cuda::StepPlan& step, int first, int count, const cuda::KernelStream& stream,
                         const SamplingConstraints* constraints = nullptr);
   // Copies the step's constraint masks and biases to the device (after the batch's prepare_constraints()).
   SamplingConstraints upload_constraints(const cuda::BatchPlan& plan);
@@ -217,19 +221,18 @@ SamplingConstraints CudaBackend::upload_constraints(const cuda::BatchPlan& plan)
   return {constraint_arena_.device<uint32_t>(h_masks), constraint_arena_.device<cuda::DeviceLogitBias>(h_biases)};
 }
 
-void CudaBackend::enqueue_sampling(const cuda::StepPlan& step, const cuda::KernelStream& stream,
+void CudaBackend::enqueue_sampling(const cuda::StepPlan& step, int first, int count, const cuda::KernelStream& stream,
                                    const SamplingConstraints* constraints) {
   cuda::Workspace& w = *workspace_;
-  const int rows = static_cast<int>(step.host.sample_rows.size());
   cuda::SamplingKernelParams sampling;
   sampling.logits = w.logits.as<float>();
   sampling.work = w.sample_work.as<float>();
   sampling.probs = w.sample_probs.as<float>();
   sampling.chunk_stats = w.sample_stats.as<cuda::LogitsChunkStats>();
-  sampling.params = step.device.sampling_params;
-  sampling.penalties = step.device.penalties;
-  sampling.results = w.results.as<cuda::SampledToken>();
-  sampling.num_rows = rows;
+  sampling.params = step.device.sampling_params + first;
+  sampling.penalties = step.device.penalties;  // rows index their entries absolutely, as masks and biases
+  sampling.results = w.results.as<cuda::SampledToken>() + first;
+  sampling.num_rows = count;
   sampling.vocab = model_->config.vocab_size;
   if (constraints != nullptr) {
     sampling.constrained = true;
@@ -237,20 +240,24 @@ void CudaBackend::enqueue_sampling(const cuda::StepPlan& step, const cuda::Kerne
     sampling.biases = constraints->biases;
   }
   cuda::launch_sampling(sampling, stream);
-  if (rows > 0)
-    CUDA_CHECK(cudaMemcpyAsync(w.host_results.data(), w.results.data(), rows * sizeof(cuda::SampledToken),
-                               cudaMemcpyDeviceToHost, stream_));
+  if (count > 0)
+    CUDA_CHECK(cudaMemcpyAsync(w.host_results.as<cuda::SampledToken>() + first, sampling.results,
+                               count * sizeof(cuda::SampledToken), cudaMemcpyDeviceToHost, stream_));
 }
 
 std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
   const cuda::StepPlan& step = planner_->plan(batch, options_.cuda_graphs, stream_);
   // Constrained steps sample after the forward (or its graph, captured without sampling) is enqueued and the caller's
   // masks are ready, so that the masks are computed while the GPU runs the forward.
+  // Rows past the logits buffer's max_logit_rows (several positions of sequences sampled) are computed and sampled
+  // in further chunks after the first; a graph's decode step never has them.
   const bool constrained = step.host.constrained();
+  const int rows = static_cast<int>(step.host.sample_rows.size());
+  const int chunk_rows = workspace_->max_logit_rows;
   const auto enqueue = [&](cuda::GraphNodeRoles* roles) {
     const cuda::KernelStream stream{stream_, device_, roles};
     forward_->enqueue(step, stream);
-    if (!constrained) enqueue_sampling(step, stream);
+    if (!constrained) enqueue_sampling(step, 0, std::min(rows, chunk_rows), stream);
   };
   if (step.graph) {
     if (planner_->upload_generation() != graphs_upload_generation_) {
@@ -263,9 +270,15 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
     enqueue(nullptr);
   }
   if (batch.prepare_constraints) batch.prepare_constraints();
+  std::optional<SamplingConstraints> constraints;
   if (constrained) {
-    const SamplingConstraints constraints = upload_constraints(step.host);
-    enqueue_sampling(step, kernel_stream(), &constraints);
+    constraints = upload_constraints(step.host);
+    enqueue_sampling(step, 0, std::min(rows, chunk_rows), kernel_stream(), &*constraints);
+  }
+  for (int first = chunk_rows; first < rows; first += chunk_rows) {
+    const int count = std::min(chunk_rows, rows - first);
+    forward_->enqueue_logits(step, first, count, kernel_stream());
+    enqueue_sampling(step, first, count, kernel_stream(), constraints ? &*constraints : nullptr);
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 
@@ -285,9 +298,16 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
 std::vector<float> CudaBackend::forward_logits(const Batch& batch) {
   const cuda::StepPlan& step = planner_->plan(batch, false, stream_);
   forward_->enqueue(step, kernel_stream());
-  std::vector<float> logits(step.host.sample_rows.size() * static_cast<size_t>(model_->config.vocab_size));
-  CUDA_CHECK(
-      cudaMemcpyAsync(logits.data(), workspace_->logits.data(), logits.size() * 4, cudaMemcpyDeviceToHost, stream_));
+  const int rows = static_cast<int>(step.host.sample_rows.size());
+  const int chunk_rows = workspace_->max_logit_rows;
+  const size_t vocab = static_cast<size_t>(model_->config.vocab_size);
+  std::vector<float> logits(static_cast<size_t>(rows) * vocab);  // [rows, vocab]
+  for (int first = 0; first < rows; first += chunk_rows) {
+    const int count = std::min(chunk_rows, rows - first);
+    if (first > 0) forward_->enqueue_logits(step, first, count, kernel_stream());
+    CUDA_CHECK(cudaMemcpyAsync(logits.data() + static_cast<size_t>(first) * vocab, workspace_->logits.data(),
+                               static_cast<size_t>(count) * vocab * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   return logits;
 }

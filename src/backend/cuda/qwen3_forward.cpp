@@ -1,7 +1,10 @@
 #include "backend/cuda/qwen3_forward.h"
 
+#include <algorithm>
+
 #include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
+#include "util/error.h"
 
 namespace qinfer::cuda {
 
@@ -42,18 +45,33 @@ void Qwen3Forward::enqueue(const StepPlan& step, const KernelStream& stream) {
 
   // The final norm and lm_head only at the sampled rows.
   const int sampled = static_cast<int>(step.host.sample_rows.size());
+  enqueue_logits(step, 0, std::min(sampled, w.max_logit_rows), route, stream);
+}
+
+void Qwen3Forward::enqueue_logits(const StepPlan& step, int first, int count, const KernelStream& stream) {
+  // Only steps of more than max_logit_rows sampled rows get here; their later chunks take the GEMMs (no GEMV route)
+  // whatever the chunk's size.
+  enqueue_logits(step, first, count, LinearRoute{}, stream);
+}
+
+void Qwen3Forward::enqueue_logits(const StepPlan& step, int first, int count, const LinearRoute& route,
+                                  const KernelStream& stream) {
+  const ModelConfig& c = config_;
+  const Workspace& w = workspace_;
+  QINFER_CHECK(first >= 0 && count <= w.max_logit_rows &&
+               first + count <= static_cast<int>(step.host.sample_rows.size()));
   FusedAddRmsNormParams final_norm;
   final_norm.residual = w.residual.as<float>();
   final_norm.delta = w.delta.as<bf16>();
   final_norm.weight = weights_.final_norm;
   final_norm.out = w.final_normed.as<bf16>();
-  final_norm.row_index = step.device.sample_rows;
+  final_norm.row_index = step.device.sample_rows + first;
   final_norm.write_residual = false;
-  final_norm.num_rows = sampled;
+  final_norm.num_rows = count;
   final_norm.hidden = c.hidden_size;
   final_norm.eps = static_cast<float>(c.rms_norm_eps);
   launch_fused_add_rmsnorm(final_norm, stream);
-  linears_.multiply(weights_.lm_head, w.final_normed.as<bf16>(), sampled, w.logits.data(), true, route, stream);
+  linears_.multiply(weights_.lm_head, w.final_normed.as<bf16>(), count, w.logits.data(), true, route, stream);
 }
 
 }  // namespace qinfer::cuda

@@ -21,11 +21,21 @@ class Qwen3Forward {
                const Attention& attention, const KvPool& kv)
       : config_(config), weights_(weights), workspace_(workspace), linears_(linears), attention_(attention), kv_(kv) {}
 
-  // Enqueues the model over `step` and leaves the fp32 logits of its sampled rows in workspace.logits
-  // [num_sampled, vocab]; writes K/V of every token into the cache. Only enqueues work on the stream (capturable).
+  // Enqueues the model over `step` and leaves the fp32 logits of its first sampled rows in workspace.logits
+  // [min(num_sampled, max_logit_rows), vocab]; writes K/V of every token into the cache. Only enqueues work on the
+  // stream (capturable).
   void enqueue(const StepPlan& step, const KernelStream& stream);
 
+  // After enqueue() (and the use of the logits it left): the logits of sampled rows [first, first + count) of the
+  // same step into workspace.logits [count, vocab], count <= max_logit_rows. For steps that sample more rows than the
+  // logits buffer holds.
+  void enqueue_logits(const StepPlan& step, int first, int count, const KernelStream& stream);
+
  private:
+  // The final RMSNorm and lm_head of sampled rows [first, first + count), from the residual stream and the last
+  // layer's delta.
+  void enqueue_logits(const StepPlan& step, int first, int count, const LinearRoute& route, const KernelStream& stream);
+
   const ModelConfig& config_;
   const GpuWeights& weights_;
   const Workspace& workspace_;

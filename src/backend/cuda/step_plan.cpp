@@ -21,7 +21,7 @@ StepPlanner::StepPlanner(const ModelConfig& config, const KvCacheShape& kv, int3
       limits_(limits) {}
 
 const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t stream) {
-  validate_batch(batch, config_, kv_, limits_.max_model_len);
+  validate_batch(batch, config_, kv_, limits_.max_model_len, /*multi_position_sampling=*/true);
   if (static_cast<int64_t>(batch.token_ids.size()) > limits_.max_num_batched_tokens ||
       static_cast<int>(batch.sequences.size()) > limits_.max_num_seqs)
     throw Error(ErrorKind::kInvalidArgument, "invalid batch: " + std::to_string(batch.token_ids.size()) +

@@ -40,7 +40,7 @@ struct StepPlan {
   BatchPlan host;
   const KvGatherPlan* gather = nullptr;  // fp8 cache with prefill sequences, else null
   DeviceBatch device;
-  int num_requested_samples = 0;  // sampled sequences of the batch (host.sample_rows also counts graph padding)
+  int num_requested_samples = 0;  // sampled positions of the batch (host.sample_rows also counts graph padding)
   bool graph = false;             // replay the decode graph of graph_key
   DecodeGraphKey graph_key;
   int split_context = 0;  // decode attention splits are planned for contexts up to this

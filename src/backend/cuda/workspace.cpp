@@ -1,5 +1,7 @@
 #include "backend/cuda/workspace.h"
 
+#include <algorithm>
+
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention.h"
 #include "backend/cuda/kernels/sampling.h"
@@ -13,6 +15,8 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& limits) {
   const size_t q_width = static_cast<size_t>(c.q_width()), kv_width = static_cast<size_t>(c.kv_width());
   const size_t vocab = static_cast<size_t>(c.vocab_size);
   max_split_rows = decode_attention_max_split_rows(limits.max_sequences, limits.num_sms);
+  max_logit_rows = limits.max_sequences;
+  max_results = std::max(limits.max_tokens, limits.max_sequences);
   auto make = [&](size_t bytes, const char* what) {
     this->bytes += bytes;
     return DeviceBuffer(bytes, what);
@@ -36,8 +40,8 @@ Workspace::Workspace(const ModelConfig& c, const WorkspaceLimits& limits) {
       make(static_cast<size_t>(max_split_rows) * static_cast<size_t>(c.num_heads) * 4, "decode attention partials");
   split_counters = make(sequences * static_cast<size_t>(c.num_kv_heads) * 4, "decode attention split counters");
   CUDA_CHECK(cudaMemset(split_counters.data(), 0, split_counters.bytes()));  // every launch leaves them at zero
-  results = make(sequences * sizeof(SampledToken), "sampling results");
-  host_results = PinnedBuffer(sequences * sizeof(SampledToken), "sampling results");
+  results = make(static_cast<size_t>(max_results) * sizeof(SampledToken), "sampling results");
+  host_results = PinnedBuffer(static_cast<size_t>(max_results) * sizeof(SampledToken), "sampling results");
 }
 
 }  // namespace qinfer::cuda

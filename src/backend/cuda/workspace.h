@@ -1,4 +1,6 @@
-// Activation buffers of one forward pass, sized once for the largest batch the backend accepts.
+// Activation buffers of one forward pass, sized once for the largest batch the backend accepts. The final norm, logits
+// and sampling scratch hold max_sequences sampled rows; a step that samples more (several positions of a sequence,
+// speculative verification) computes and samples them in chunks of that many.
 #pragma once
 
 #include "backend/cuda/device_buffer.h"
@@ -8,7 +10,7 @@ namespace qinfer::cuda {
 
 struct WorkspaceLimits {
   int max_tokens = 0;     // tokens in one batch
-  int max_sequences = 0;  // sequences in one batch (and sampled rows)
+  int max_sequences = 0;  // sequences in one batch, and the sampled rows the logits hold at once
   int num_sms = 0;        // bounds the decode-attention splits
 };
 
@@ -31,8 +33,10 @@ struct Workspace {
   DeviceBuffer sample_stats;    // [max_sequences, sampling_chunks(vocab)] LogitsChunkStats
   DeviceBuffer split_out;       // [max_split_rows, num_heads, head_dim] fp32, decode attention partials
   DeviceBuffer split_lse;       // [max_split_rows, num_heads] fp32
-  DeviceBuffer results;         // [max_sequences] SampledToken
-  PinnedBuffer host_results;    // [max_sequences] SampledToken
+  DeviceBuffer results;         // [max_results] SampledToken
+  PinnedBuffer host_results;    // [max_results] SampledToken
+  int max_logit_rows = 0;       // max_sequences: rows of final_normed, logits and the sampling scratch
+  int max_results = 0;          // sampled rows of one step: every token of the largest batch, or a padded decode
   int max_split_rows = 0;       // bound on num_decode * num_splits
   size_t bytes = 0;
 };

@@ -1,5 +1,6 @@
 // Host-side batch planning of the CUDA backend (no GPU needed): slots, block tables, the decode/prefill split,
-// sampled rows, penalty entries and the padding of decode plans for captured graphs.
+// sampled rows (every position of a sample_all_positions sequence), penalty entries and the padding of decode plans for
+// captured graphs.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -123,6 +124,44 @@ TEST(BatchPlan, PenaltyListWithinTheVocabularyIsViewedNotCopied) {
   EXPECT_EQ(static_cast<const void*>(plan.penalty_parts[0].data()), static_cast<const void*>(tokens.entries().data()));
   EXPECT_TRUE(plan.owned_penalties.empty());
   EXPECT_EQ(row_penalties(plan, 0), (std::map<int32_t, int32_t>{{5, 0}, {6, 1}, {7, 1}}));
+}
+
+// A sample_all_positions sequence between a decode and a prefill: one sampled row per position in batch order, each
+// with the sequence's params, its own Philox step and penalties over the output before it; logit_bias on every row.
+TEST(BatchPlan, SampleAllPositionsGivesARowPerPosition) {
+  const std::vector<int32_t> table = {0, 1};
+  const std::vector<int32_t> prompt = {5, 6}, output = {6, 8, 9};  // 8 and 9 are the two proposals
+  const std::vector<LogitBias> bias = {{7, 2.0f}};
+  SamplingParams greedy, penalised;
+  greedy.temperature = 0;
+  penalised.seed = 42;
+  penalised.frequency_penalty = 0.5f;
+  Batch batch;
+  batch.token_ids = {1, 6, 8, 9, 2, 3};
+  batch.sequences = {batch_sequence(1, 4, table, &greedy), batch_sequence(3, 10, table, &penalised),
+                     batch_sequence(2, 0, table, &greedy)};
+  BatchSequence& verify = batch.sequences[1];
+  verify.sample_all_positions = true;
+  verify.history = {prompt, output};
+  verify.sample_step = 1;
+  verify.logit_bias = bias;
+  ASSERT_EQ(batch.num_sampled(), 5);
+  const BatchPlan plan = plan_batch(batch, 16, 1000);
+  EXPECT_EQ(plan.sample_rows, (std::vector<int32_t>{0, 1, 2, 3, 5}));
+  ASSERT_EQ(plan.sampling_params.size(), 5u);
+  for (int i = 0; i < 3; ++i) {
+    const DeviceSamplingParams& d = plan.sampling_params[static_cast<size_t>(1 + i)];
+    EXPECT_EQ(d.seed, 42u);
+    EXPECT_EQ(d.step, static_cast<uint64_t>(1 + i));
+    EXPECT_EQ(d.bias_end - d.bias_begin, 1);
+  }
+  EXPECT_EQ(row_penalties(plan, 1), (std::map<int32_t, int32_t>{{6, 1}}));
+  EXPECT_EQ(row_penalties(plan, 2), (std::map<int32_t, int32_t>{{6, 1}, {8, 1}}));
+  EXPECT_EQ(row_penalties(plan, 3), (std::map<int32_t, int32_t>{{6, 1}, {8, 1}, {9, 1}}));
+  EXPECT_TRUE(row_penalties(plan, 4).empty());
+  EXPECT_EQ(plan.num_biases, 3);
+  EXPECT_TRUE(plan.constrained());
+  EXPECT_FALSE(is_graphable_decode(plan));
 }
 
 TEST(BatchPlan, PadsDecodePlansWithScratchRows) {

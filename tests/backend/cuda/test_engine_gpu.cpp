@@ -38,14 +38,16 @@ struct Step {
   float margin;  // top-1 minus top-2 logprob
 };
 
-std::vector<GenerationRequest> requests() {
+// `periodic`: prompts that repeat every 7 tokens after the shared part, so that n-gram speculation finds proposals.
+std::vector<GenerationRequest> requests(bool periodic = false) {
   std::vector<int32_t> shared(40);  // two and a half blocks shared by half of the prompts: prefix-cache hits
   std::iota(shared.begin(), shared.end(), 3000);
   std::vector<GenerationRequest> result;
   for (int i = 0; i < kRequests; ++i) {
     GenerationRequest request;
     request.prompt = i % 2 == 0 ? shared : std::vector<int32_t>{};
-    for (int t = 0; t < 9 + 11 * i; ++t) request.prompt.push_back((700 + 977 * i + 131 * t) % 150000);
+    for (int t = 0; t < 9 + 11 * i; ++t)
+      request.prompt.push_back((700 + 977 * i + 131 * (periodic ? t % 7 : t)) % 150000);
     request.sampling.temperature = 0.0f;
     request.sampling.num_top_logprobs = 2;
     request.logprobs = true;
@@ -76,10 +78,11 @@ class EngineGpuInvariance : public ::testing::TestWithParam<KvCacheDtype> {
   }
 
   // Every request submitted at once; the streamed steps of each, and the engine's statistics.
-  std::vector<std::vector<Step>> run(Backend& backend, EngineOptions options, EngineStats* stats) const {
+  std::vector<std::vector<Step>> run(Backend& backend, EngineOptions options, EngineStats* stats,
+                                     bool periodic = false) const {
     Engine engine(backend, std::move(options));
     std::vector<std::vector<Step>> outputs;
-    for (const std::vector<StreamDelta>& deltas : run_to_completion(engine, requests())) {
+    for (const std::vector<StreamDelta>& deltas : run_to_completion(engine, requests(periodic))) {
       std::vector<Step> steps;
       for (const StreamDelta& delta : deltas)
         for (size_t i = 0; i < delta.token_ids.size(); ++i) {
@@ -97,7 +100,7 @@ class EngineGpuInvariance : public ::testing::TestWithParam<KvCacheDtype> {
   }
 
   // Each request alone: one running sequence at a time, whole-prompt prefill, no prefix cache.
-  std::vector<std::vector<Step>> solo() const {
+  std::vector<std::vector<Step>> solo(bool periodic = false) const {
     auto solo_backend = backend();
     EngineOptions options;
     options.max_num_seqs = 1;
@@ -105,7 +108,7 @@ class EngineGpuInvariance : public ::testing::TestWithParam<KvCacheDtype> {
     options.enable_prefix_caching = false;
     options.enable_chunked_prefill = false;
     EngineStats stats;
-    return run(*solo_backend, options, &stats);
+    return run(*solo_backend, options, &stats, periodic);
   }
 
   // bf16 KV: logprobs move by bf16 rounding of the activations. fp8 KV: the same rounding can flip an element's E4M3
@@ -174,6 +177,27 @@ TEST_P(EngineGpuInvariance, ForcedPreemption) {
   const auto batched = run(*gpu, options, &stats);
   EXPECT_GT(stats.scheduler.preemptions, 0u);
   expect_invariant(expected, batched);
+}
+
+// N-gram speculation (k = 4) over the batch: verify steps of up to five positions per sequence next to decodes and
+// prefill chunks, each request's output as without speculation and alone.
+TEST_P(EngineGpuInvariance, NgramSpeculation) {
+  const auto expected = solo(/*periodic=*/true);
+  auto gpu = backend();
+  ASSERT_TRUE(gpu->supports_multi_position_sampling());
+  EngineOptions options;
+  options.max_num_seqs = kRequests;
+  options.max_num_batched_tokens = 64;
+  options.speculation.method = SpeculativeMethod::kNgram;
+  options.speculation.num_speculative_tokens = 4;
+  options.speculation.disable_by_batch_size = 0;  // speculate at every batch size
+  EngineStats stats;
+  const auto speculative = run(*gpu, options, &stats, /*periodic=*/true);
+  EXPECT_TRUE(stats.speculation_active);
+  EXPECT_GT(stats.scheduler.speculation.draft_tokens, 0u);
+  RecordProperty("accepted_of_proposed", std::to_string(stats.scheduler.speculation.accepted_tokens) + " of " +
+                                             std::to_string(stats.scheduler.speculation.draft_tokens));
+  expect_invariant(expected, speculative);
 }
 
 INSTANTIATE_TEST_SUITE_P(KvCacheDtypes, EngineGpuInvariance,

@@ -37,6 +37,8 @@ export LD_LIBRARY_PATH="$bin_dir${base_library_path:+:$base_library_path}"
 find_bin() { find "$bin_dir" -type f -name "$1" -perm -u+x 2>/dev/null | head -1; }
 
 tests=$(find_bin cuda_backend_tests)
+# The tests that run `qinfer` itself take this flavour's binary, not the path of the build it came from.
+export QINFER_BIN=$(find_bin qinfer)
 if [[ -n $tests ]]; then
   { echo "== $flavour: ldd $tests"; ldd "$tests"; } >>"$log_root/system.log" 2>&1
   "$tests" --gtest_output="json:$log_dir/tests.json" >"$log_dir/tests.log" 2>&1

@@ -9,7 +9,7 @@
 #include <cuda_bf16.h>
 
 #include "backend/cuda/device_buffer.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "backend/cuda/kv_pool.h"

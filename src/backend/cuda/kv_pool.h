@@ -16,7 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/device_buffer.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/kv_dequant_gather.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"

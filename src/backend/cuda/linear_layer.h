@@ -14,7 +14,7 @@
 #include "backend/cuda/cublaslt_gemm.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_capabilities.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/quantized_gemm.h"
 #include "backend/cuda/kernels/quantized_gemv.h"
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "gpu_test_util.h"
 #include "util/fp8.h"
@@ -292,7 +292,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          DecodeAttentionKernel::kBulkCopyTwoStage, DecodeAttentionKernel::kRegisters),
                        ::testing::Values(CacheDtype::kBf16)));
 // Over an fp8 cache: the cp.async fp8 kernel, the bulk-copy one (head_dim 64: the cp.async kernel again, see
-// decode_attention.h) and the register one.
+// decode_attention/launch.h) and the register one.
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
                          ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
                                             ::testing::Values(DecodeAttentionKernel::kCpAsync,

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "backend/backend.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/factory.h"
 #include "backend/sampling.h"
 #include "gpu_test_util.h"

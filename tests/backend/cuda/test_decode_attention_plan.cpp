@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 
 namespace qinfer::cuda {
 namespace {

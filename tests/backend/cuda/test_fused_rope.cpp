@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "gpu_test_util.h"
 

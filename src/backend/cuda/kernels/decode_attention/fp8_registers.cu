@@ -1,17 +1,17 @@
 // Decode attention over an fp8 cache for small batches with K/V in registers: the fp8 kernels' warp step
 // (attend_fp8_keys: fragments built straight from the E4M3 bytes, scales folded into scores and probabilities) fed
 // from the paged cache by each thread's own 16-byte loads instead of a shared-memory ring, for the reasons of
-// decode_attention_registers.cu: no max-shared carveout to switch the SMs to, and the first tile loaded before waiting
+// registers.cu: no max-shared carveout to switch the SMs to, and the first tile loaded before waiting
 // for the QK-norm/RoPE/cache-write kernel (which writes only the current token's K/V and scales).
 #include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_tile.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
       },
       [&](int from, int current) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
-  // Only now may o_proj launch (as in decode_attention_registers.cu; graph_cache.h,
+  // Only now may o_proj launch (as in registers.cu; graph_cache.h,
   // GraphNodeRole::kRegisterDecodeAttention).
   allow_dependents();
   Fp8WarpState<kHeadDim, kHeadBlocks> st;

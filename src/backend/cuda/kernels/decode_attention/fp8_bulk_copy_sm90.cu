@@ -1,6 +1,6 @@
-// Hopper decode attention over the fp8 KV cache (head_dim 128): the blocks of decode_attention_fp8.cu (split-KV, GQA
+// Hopper decode attention over the fp8 KV cache (head_dim 128): the blocks of fp8_cp_async.cu (split-KV, GQA
 // group on tensor cores, fragments built straight from the E4M3 bytes by attend_fp8_tile, in-kernel merge) with tiles
-// brought into shared memory by the bulk tensor copy engine, as decode_attention_sm90.cu does for bf16, instead of
+// brought into shared memory by the bulk tensor copy engine, as bulk_copy_sm90.cu does for bf16, instead of
 // 1 024 per-thread cp.async copies with 64-bit paged addresses per tile. Two uint8 tensor maps view the K and V pools
 // as [pool_blocks * num_kv_heads * block_size rows][128 bytes]; one box is the 16 keys of one page, landed with the
 // 128-byte swizzle, which puts 16-byte chunk c of tile row r at chunk c ^ (r % 8): exactly fp8_chunk_offset<128>, the
@@ -13,10 +13,10 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

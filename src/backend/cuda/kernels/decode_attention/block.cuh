@@ -1,5 +1,5 @@
 // The parts of a decode attention block that do not depend on how K/V tiles reach shared memory, shared by the
-// cp.async kernel (decode_attention.cu) and the Hopper bulk-tensor-copy kernel (decode_attention_sm90.cu): the GQA
+// cp.async kernel (cp_async.cu) and the Hopper bulk-tensor-copy kernel (bulk_copy_sm90.cu): the GQA
 // group's query fragments, one 64-token tile of scores and P·V on tensor cores with the online softmax, and the end of
 // a block (its four warps merged, the result or split partial stored, the splits merged by the last block to arrive).
 #pragma once
@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
@@ -123,7 +123,7 @@ __device__ __forceinline__ void over_warp_keys(const BlockWork& w, int warp, int
   }
 }
 
-// Keys per bulk-copy box of the Hopper kernels (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu): block sizes
+// Keys per bulk-copy box of the Hopper kernels (bulk_copy_sm90.cu, fp8_bulk_copy_sm90.cu): block sizes
 // are multiples of 16, so a box never crosses a page.
 constexpr int kBoxTokens = 16;
 

@@ -2,7 +2,7 @@
 // QK-norm/RoPE kernel would do for the block's decode token, with that kernel's per-head math (qk_norm_rope.cuh).
 #pragma once
 
-#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
 #include "backend/cuda/kernels/qk_norm_rope.cuh"
 
 namespace qinfer::cuda::decode_block {

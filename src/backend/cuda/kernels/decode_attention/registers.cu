@@ -1,4 +1,4 @@
-// Decode attention for small batches with K/V in registers: the blocks of decode_attention.cu (split-KV, GQA group as
+// Decode attention for small batches with K/V in registers: the blocks of cp_async.cu (split-KV, GQA group as
 // the rows of an m16 tensor-core tile, 64-key tiles of which each warp owns 16 keys, in-kernel split merge), but each
 // thread loads its share of K and V from the paged cache straight into the registers its mma fragments need, without
 // a shared-memory tile ring. Two reasons, both about the batch-1 decode chain (docs/CUDA_DESIGN.md, "Decode
@@ -20,9 +20,9 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"

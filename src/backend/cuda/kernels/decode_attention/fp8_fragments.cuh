@@ -1,4 +1,4 @@
-// The per-warp tile step of the fp8 decode attention (decode_attention_fp8.cu): tensor-core fragments built straight
+// The per-warp tile step of the fp8 decode attention (fp8_cp_async.cu): tensor-core fragments built straight
 // from the E4M3 bytes of the tile ring, with no staging pass through shared memory, and the products taken
 // transposed so that the warp's 16 keys, not the GQA group's few query heads, are the m16 rows:
 // - Sᵀ = K·Qᵀ: A = 16 keys x 16 head dims, B = 16 dims x 8 query heads (one n8 block per 8 heads of the group), so a
@@ -23,8 +23,8 @@
 
 #include <cstdint>
 
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_tile.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda::decode_block {
@@ -145,7 +145,7 @@ __device__ __forceinline__ void load_key_words(const uint8_t* tile, int row, int
 // One warp's step over its 16 keys with the operands built straight from E4M3 bytes: Sᵀ = code_k · Qᵀ (scores in
 // fp8_code_unit() units; the caller folds the unit into scale_log2 and the final V-reference multiplication),
 // probabilities with the K scale on the scores and the V scale on the probabilities (fp8_probabilities,
-// decode_attention_fp8_tile.cuh), Oᵀ += code_vᵀ · Pᵀ in the output_dim row order. A lane's A rows are the warp's keys
+// fp8_tile.cuh), Oᵀ += code_vᵀ · Pᵀ in the output_dim row order. A lane's A rows are the warp's keys
 // lane / 4 and lane / 4 + 8 (`first_key`: the first one's position in the sequence). Where the bytes come from:
 // - key_words(half, first_step, words[4]): 16 bytes of key lane / 4 + 8 * half, from byte
 //   (lane % 4) * kHeadDim / 4 + first_step * 4 of its row (first_step a multiple of 4);

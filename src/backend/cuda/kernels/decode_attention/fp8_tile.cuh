@@ -1,4 +1,4 @@
-// Parts of the fp8-cache decode attention (decode_attention_fp8.cu) besides its fragments: the ring depth, a warp's
+// Parts of the fp8-cache decode attention (fp8_cp_async.cu) besides its fragments: the ring depth, a warp's
 // state and the scores-to-probabilities step with the scales folded in where they cost least (a key's K scale
 // multiplies its score, its V scale its probability).
 #pragma once
@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda::decode_block {
@@ -21,10 +21,10 @@ constexpr int kFp8Stages = 3;
 // since sums and O are kept relative to whichever maximum is held.
 constexpr float kRescaleThreshold = 8.0f;
 
-// The query heads of a GQA group as n8 blocks of the transposed products (decode_attention_fp8_fragments.cuh).
+// The query heads of a GQA group as n8 blocks of the transposed products (fp8_fragments.cuh).
 constexpr int fp8_head_blocks(int group) { return group <= 8 ? 1 : 2; }
 
-// Resident blocks per SM of the Hopper fp8 kernel (decode_attention_fp8_sm90.cu): its __launch_bounds__ and what the
+// Resident blocks per SM of the Hopper fp8 kernel (fp8_bulk_copy_sm90.cu): its __launch_bounds__ and what the
 // split planner counts for it. 4 measured faster than 5 with the same tile step (114 vs 95 registers, neither
 // spilling): 64 x 640 26.6 vs 30.7 µs in one plan; 6 spill (docs/CUDA_DESIGN.md, "Decode attention: which kernel").
 constexpr int kFp8BulkCopyBlocksPerSm = 4;

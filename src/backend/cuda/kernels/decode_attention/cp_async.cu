@@ -3,10 +3,10 @@
 #include <limits>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 

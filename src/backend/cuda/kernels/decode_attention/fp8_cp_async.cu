@@ -1,14 +1,14 @@
-// Decode attention over the fp8 KV cache: decode_attention.cu's blocks (split-KV, GQA group on tensor cores, in-kernel
+// Decode attention over the fp8 KV cache: cp_async.cu's blocks (split-KV, GQA group on tensor cores, in-kernel
 // merge) reading E4M3 tiles and their scales, half the bytes of bf16, through a cp.async ring. Each warp builds its
 // tensor-core fragments straight from the ring's bytes with its 16 keys as the m16 rows of the products
-// (decode_attention_fp8_fragments.cuh), so a head_dim 128 block needs 49.5 KB of shared memory and four blocks (16
+// (fp8_fragments.cuh), so a head_dim 128 block needs 49.5 KB of shared memory and four blocks (16
 // warps) share a Hopper SM. The pages of a tile's rows are looked up one iteration before its copies start, by a
 // cursor stepped from tile to tile (no division per row). docs/CUDA_DESIGN.md, "Decode attention: the family", says
 // why and what it reaches.
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 

@@ -3,7 +3,7 @@
 // rows of a tensor-core tile), and the splits are merged through their log-sum-exp: by the last split block of each
 // (sequence, KV head) when `split_counters` is given, else by a second kernel. For each cache dtype two kernels share
 // that structure and differ in how K/V tiles reach shared memory: 16-byte cp.async per thread (sm_80+), or on Hopper
-// the bulk tensor copy engine over the paged pool (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu;
+// the bulk tensor copy engine over the paged pool (bulk_copy_sm90.cu, fp8_bulk_copy_sm90.cu;
 // docs/CUDA_DESIGN.md, "Decode attention: the family", says why and what each reaches).
 #pragma once
 
@@ -97,26 +97,26 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& params, c
 void launch_decode_attention(const DecodeAttentionParams& params, const KernelStream& stream,
                              DecodeAttentionKernel kernel = DecodeAttentionKernel::kAuto);
 
-// The fp8-cache kernel alone (decode_attention_fp8.cu), without the merge kernel: launch_decode_attention's part. Each
-// warp builds fp16 tensor-core fragments straight from the E4M3 bytes (decode_attention_fp8_fragments.cuh), with the
-// scales folded into scores and probabilities (decode_attention_fp8_tile.cuh).
+// The fp8-cache kernel alone (fp8_cp_async.cu), without the merge kernel: launch_decode_attention's part. Each
+// warp builds fp16 tensor-core fragments straight from the E4M3 bytes (fp8_fragments.cuh), with the
+// scales folded into scores and probabilities (fp8_tile.cuh).
 void launch_decode_attention_fp8(const DecodeAttentionParams& params, const KernelStream& stream);
 
-// The Hopper fp8-cache kernel alone (decode_attention_fp8_sm90.cu): the fp8 kernel's tile step over tiles and scales
+// The Hopper fp8-cache kernel alone (fp8_bulk_copy_sm90.cu): the fp8 kernel's tile step over tiles and scales
 // brought in by the bulk copy engine. Needs head_dim 128, GQA groups of at most 8 and
 // decode_attention_bulk_copy_available(params).
 void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream);
 
-// The register kernel alone (decode_attention_registers.cu; bf16 cache, sm_80+): K/V go from the paged cache straight
+// The register kernel alone (registers.cu; bf16 cache, sm_80+): K/V go from the paged cache straight
 // into mma fragments, without a shared-memory tile ring, and the first tile is loaded before waiting for the previous
 // kernel. Needs split_counters when num_splits > 1 or the merge kernel after it.
 void launch_decode_attention_registers(const DecodeAttentionParams& params, const KernelStream& stream);
 
-// The same over an fp8 cache (decode_attention_fp8_registers.cu): the fp8 kernels' warp step on bytes loaded straight
+// The same over an fp8 cache (fp8_registers.cu): the fp8 kernels' warp step on bytes loaded straight
 // into registers.
 void launch_decode_attention_fp8_registers(const DecodeAttentionParams& params, const KernelStream& stream);
 
-// The Hopper attention kernel alone (decode_attention_sm90.cu), without the merge kernel that splits need when
+// The Hopper attention kernel alone (bulk_copy_sm90.cu), without the merge kernel that splits need when
 // split_counters is null: launch_decode_attention's part. `ring_stages`: 3 (kBulkCopy) or 2 (kBulkCopyTwoStage).
 // Needs decode_attention_bulk_copy_available(params).
 void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream,

@@ -1,4 +1,4 @@
-// Hopper decode attention: the blocks of decode_attention.cu (split-KV, GQA group on tensor cores, in-kernel merge),
+// Hopper decode attention: the blocks of cp_async.cu (split-KV, GQA group on tensor cores, in-kernel merge),
 // with K/V tiles brought into shared memory by the bulk tensor copy engine instead of per-thread cp.async. Two tensor
 // maps view the paged K and V pools as [pool_blocks * num_kv_heads * block_size rows][head_dim]; one box is 16 keys of
 // one cache block by 64 dims, landed 128-byte-swizzled, so a 64-key tile of one KV head is 4 page lookups and
@@ -10,9 +10,9 @@
 #include <limits>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"

@@ -84,6 +84,7 @@ class Bench {
   struct DecodeSetup {
     DeviceBuffer rows, lens, split_out, split_lse, counters;
     DecodeAttentionParams p;
+    DecodeAttentionPlan plan;
   };
   DecodeSetup make_decode_setup(const Pool& pool, int sequences, int context, const DeviceBuffer& q, DeviceBuffer& out,
                                 bool merge_in_kernel = true);

@@ -89,7 +89,7 @@ void Bench::layer_breakdown(int tokens, int decode_context) {
       {decode ? "attention + qk norm+rope+kv" : "attention",
        [&] {
          if (decode)
-           launch_decode_attention(fused_decode, kernel_stream());
+           launch_decode_attention(fused_decode, decode_setup.plan, kernel_stream());
          else
            launch_prefill_attention(attn, kernel_stream());
        },

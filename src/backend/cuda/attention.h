@@ -21,10 +21,10 @@ namespace qinfer::cuda {
 
 struct AttentionPlan {
   DecodeAttentionParams decode;     // all but the layer's cache pointers (and rope's, when fused)
+  DecodeAttentionPlan decode_plan;  // its kernel and splits (planned when the step has decode rows)
   PrefillAttentionParams prefill;   // all but the layer's cache pointers
   QkNormRopeCacheWriteParams rope;  // all but the layer's norm weights and cache pointers
   bool rope_in_decode = false;      // the decode kernel does rope's work (no separate launch)
-  DecodeAttentionKernel decode_kernel = DecodeAttentionKernel::kAuto;  // the kernel kAuto runs (with decode rows)
 };
 
 struct AttentionLimits {

@@ -1,7 +1,7 @@
 #include "backend/cuda/workspace.h"
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention/launch.h"
+#include "backend/cuda/kernels/decode_attention/plan.h"
 #include "backend/cuda/kernels/sampling.h"
 
 namespace qinfer::cuda {

@@ -12,7 +12,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention/block.cuh"
 #include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
-#include "backend/cuda/kernels/decode_attention/launch.h"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -32,7 +32,7 @@ constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, w
 struct BulkCopyParams {
   CUtensorMap k_map;  // k_cache as [pool_blocks * num_kv_heads * block_size][head_dim], boxes kBoxTokens x kBoxDims
   CUtensorMap v_map;  // v_cache, the same
-  DecodeAttentionParams attention;
+  DecodeAttentionArgs attention;
 };
 
 template <int kHeadDim, int kRingStages>
@@ -67,12 +67,12 @@ __device__ __forceinline__ void zero_v_rows_past_end(unsigned char* v_tile, int 
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Tile t goes to stage t % kRingStages; after
-// the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kRingStages - 1, so kRingStages - 1
-// tiles are in flight while one is computed: 3 stages at 2 blocks per SM (4 tiles in flight per SM), or 2 stages at 3
-// blocks per SM (3 tiles, but splits planned 1.5 times finer, which wins where a batch fills one wave: kAuto's
-// kBulkCopyTwoStage). Each stage's mbarrier completes when all its boxes have landed. The first tiles are issued
-// before waiting for the previous kernel, except the one holding the current token (current_token_tile), issued
+// grid (num_splits, num_kv_heads, num_decode), as cp_async.cu's decode_attention_kernel. Tile t goes to stage t %
+// kRingStages; after the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kRingStages - 1,
+// so kRingStages - 1 tiles are in flight while one is computed: 3 stages at 2 blocks per SM (4 tiles in flight per SM),
+// or 2 stages at 3 blocks per SM (3 tiles, but splits planned 1.5 times finer, which wins where a batch fills one wave:
+// kAuto's kBulkCopyTwoStage). Each stage's mbarrier completes when all its boxes have landed. The first tiles are
+// issued before waiting for the previous kernel, except the one holding the current token (current_token_tile), issued
 // after the wait and, with p.rope set, after this block's fused QK-norm/RoPE wrote that token's K/V.
 template <int kHeadDim, int kRingStages>
 __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
   constexpr int kSlabs = kHeadDim / kBoxDims;
   constexpr int kTileBytes = kTileTokens * kHeadDim * 2;  // one K or V tile
   constexpr int kBoxBytes = kBoxTokens * kBoxDims * 2;
-  const DecodeAttentionParams& p = params.attention;
+  const DecodeAttentionArgs& p = params.attention;
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
 }
 
 // The tensor map of one pool: rows of head_dim bf16, boxes of kBoxTokens rows by kBoxDims, 128-byte swizzle.
-CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionParams& p) {
+CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionArgs& p) {
   static_assert(kBoxDims == 64, "make_bf16_tensor_map_swizzle128 boxes are 64 columns wide");
   return make_bf16_tensor_map_swizzle128(cache, p.pool_blocks * p.num_kv_heads * p.block_size, p.head_dim, kBoxTokens);
 }
@@ -188,8 +188,7 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p, const 
          aligned(p.v_fp8) && aligned(p.k_scales) && aligned(p.v_scales);
 }
 
-void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream,
-                                       int ring_stages) {
+void launch_decode_attention_bulk_copy(const DecodeAttentionArgs& params, const KernelStream& stream, int ring_stages) {
   QINFER_CHECK(decode_attention_bulk_copy_available(params, stream.device),
                "the bulk-copy decode attention needs the sm_90a kernels on a compute 9.0 device, pool_blocks and a "
                "block size that is a multiple of 16");

@@ -16,7 +16,7 @@
 #include "backend/cuda/kernels/decode_attention/block.cuh"
 #include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
 #include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
-#include "backend/cuda/kernels/decode_attention/launch.h"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -58,7 +58,7 @@ struct BulkLayout {
 struct Fp8BulkCopyParams {
   CUtensorMap k_map;  // k_fp8 as [pool_blocks * num_kv_heads * block_size][128] bytes, boxes kBoxTokens rows
   CUtensorMap v_map;  // v_fp8, the same
-  DecodeAttentionParams attention;
+  DecodeAttentionArgs attention;
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   using Layout = BulkLayout;
   constexpr int kBoxBytes = kBoxTokens * kHeadDim;
   constexpr int kScaleBoxBytes = kBoxTokens * 4;
-  const DecodeAttentionParams& p = params.attention;
+  const DecodeAttentionArgs& p = params.attention;
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream) {
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionArgs& params, const KernelStream& stream) {
   QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
                    params.v_scales != nullptr && params.head_dim == kHeadDim &&
                    fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1 &&

@@ -8,7 +8,7 @@
 #include "backend/cuda/kernels/decode_attention/block.cuh"
 #include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
 #include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
-#include "backend/cuda/kernels/decode_attention/launch.h"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -86,7 +86,7 @@ struct CacheVectors {
 // block sizes are multiples of 16; zero-filled past `end`, stale within a chunk that `end` cuts).
 template <int kHeadDim>
 __device__ __forceinline__ void load_tile(uint8_t* k_tile, uint8_t* v_tile, float* k_scales, float* v_scales,
-                                          const DecodeAttentionParams& p, CacheVectors vectors,
+                                          const DecodeAttentionArgs& p, CacheVectors vectors,
                                           const TilePages<kHeadDim>& pages) {
   using Pages = TilePages<kHeadDim>;
   const int chunk = threadIdx.x % Pages::kChunks;
@@ -106,11 +106,11 @@ __device__ __forceinline__ void load_tile(uint8_t* k_tile, uint8_t* v_tile, floa
   }
 }
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel; one barrier per tile. kHeadBlocks: n8
-// blocks of query heads (fp8_head_blocks of the GQA group).
+// grid (num_splits, num_kv_heads, num_decode), as cp_async.cu's decode_attention_kernel; one barrier per tile.
+// kHeadBlocks: n8 blocks of query heads (fp8_head_blocks of the GQA group).
 template <int kHeadDim, int kHeadBlocks>
 __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
-    decode_attention_fp8_kernel(DecodeAttentionParams p) {
+    decode_attention_fp8_kernel(DecodeAttentionArgs p) {
   using Layout = Fp8Layout<kHeadDim>;
   allow_dependents();
   const BlockWork w = block_work(p);
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8(const DecodeAttentionParams& params, const KernelStream& stream) {
+void launch_decode_attention_fp8(const DecodeAttentionArgs& params, const KernelStream& stream) {
   QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
                params.v_scales != nullptr && params.block_size % 16 == 0);
   if (params.num_decode == 0) return;

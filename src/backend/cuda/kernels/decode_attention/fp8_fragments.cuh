@@ -29,19 +29,6 @@
 
 namespace qinfer::cuda::decode_block {
 
-// Shared memory of the fp8 kernel: the fp8 ring [kFp8Stages][K|V][kTileTokens][kHeadDim] bytes (16-byte chunks
-// swizzled by fp8_chunk_offset) and the scale ring [kFp8Stages][K|V][kTileTokens] fp32. No staging tiles, so a
-// head_dim 128 block takes 49.5 KB and four blocks fit on an SM (five do not: 228 KB per SM, 1 KB reserved per block).
-template <int kHeadDim>
-struct Fp8Layout {
-  static constexpr int kTileBytes = kTileTokens * kHeadDim;
-  static constexpr int kRingBytes = kFp8Stages * 2 * kTileBytes;
-  static constexpr int kScaleBytes = kFp8Stages * 2 * kTileTokens * 4;
-  static constexpr int kSharedBytes = kRingBytes + kScaleBytes;
-  static constexpr int kBlocksPerSm = 4;  // its __launch_bounds__: at most 128 registers per thread
-  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
-};
-
 // Byte offset of 16-byte chunk `chunk` of key `row` in a K or V tile: the chunk index XOR-ed with the row, so that the
 // fragment loads below (8 lanes reading 16 bytes each from different rows and chunks) hit distinct banks.
 template <int kHeadDim>

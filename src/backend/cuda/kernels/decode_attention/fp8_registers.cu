@@ -11,7 +11,7 @@
 #include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
 #include "backend/cuda/kernels/decode_attention/fp8_tile.cuh"
 #include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
-#include "backend/cuda/kernels/decode_attention/launch.h"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -54,7 +54,7 @@ __device__ __forceinline__ void load_words(const uint8_t* row, int offset, uint3
 // Loads this thread's bytes of keys first + [0, 16) that are below `limit` (others zero: V codes past the context
 // must not be NaN, since probability 0 times NaN is NaN), or with `only` >= 0 only those of key `only`.
 template <int kHeadDim>
-__device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
+__device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, const DecodeAttentionArgs& p,
                                               const BlockWork& w, int first, int limit, int only, int lane) {
   const int row = lane / 4, quad = lane % 4;
 #pragma unroll
@@ -72,10 +72,10 @@ __device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, c
   }
 }
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Dynamic shared memory: the warps' hand-over
-// and merge scratch (fp8_registers_shared_bytes).
+// grid (num_splits, num_kv_heads, num_decode), as cp_async.cu's decode_attention_kernel. Dynamic shared memory: the
+// warps' hand-over and merge scratch (fp8_registers_shared_bytes).
 template <int kHeadDim, int kHeadBlocks>
-__global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kernel(DecodeAttentionParams p) {
+__global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kernel(DecodeAttentionArgs p) {
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -138,7 +138,7 @@ int fp8_registers_shared_bytes(int group) {
 
 }  // namespace
 
-void launch_decode_attention_fp8_registers(const DecodeAttentionParams& p, const KernelStream& stream) {
+void launch_decode_attention_fp8_registers(const DecodeAttentionArgs& p, const KernelStream& stream) {
   QINFER_CHECK(p.k_fp8 != nullptr, "the fp8 register decode attention kernel reads an fp8 cache");
   if (p.num_decode == 0) return;
   const int group = p.num_heads / p.num_kv_heads;

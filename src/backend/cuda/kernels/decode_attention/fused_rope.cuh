@@ -9,7 +9,7 @@ namespace qinfer::cuda::decode_block {
 
 // Shared memory a launch adds for fused_rope's query stage ([kGroupRows][kHeadDim] bf16): none when not fused.
 template <int kHeadDim>
-int fused_query_stage_bytes(const DecodeAttentionParams& p) {
+int fused_query_stage_bytes(const DecodeAttentionArgs& p) {
   return p.rope.qkv != nullptr ? kGroupRows * kHeadDim * static_cast<int>(sizeof(__nv_bfloat16)) : 0;
 }
 
@@ -22,7 +22,7 @@ struct RopeLane {
 };
 
 template <int kHeadDim>
-__device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionParams& p, const BlockWork& w, int lane) {
+__device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionArgs& p, const BlockWork& w, int lane) {
   RopeLane<kHeadDim> c{};
   const QkNormRopeCacheWriteParams& r = p.rope;
   if (r.qkv == nullptr) return c;
@@ -40,7 +40,7 @@ __device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionPar
 // (the writers' proxy fence orders their generic stores before bulk copies issued after the barrier). Every thread of
 // the block calls it.
 template <int kHeadDim, bool kFp8, bool kBulkCopyReads = false>
-__device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const BlockWork& w,
+__device__ __forceinline__ void fused_rope(const DecodeAttentionArgs& p, const BlockWork& w,
                                            const RopeLane<kHeadDim>& c, __nv_bfloat16* q_stage, int warp, int lane,
                                            __nv_bfloat16* current_stage = nullptr) {
   using namespace qk_rope;
@@ -87,7 +87,7 @@ __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const
 // previous kernel unless one of those tiles holds the current token (current_token_tile), then, with p.rope set, the
 // fused QK-norm/RoPE into `q_stage`, then the prologue if it had to wait. Every thread of the block calls it.
 template <int kHeadDim, bool kFp8, typename Prologue>
-__device__ __forceinline__ void copy_first_tiles_around_wait(const DecodeAttentionParams& p, const BlockWork& w,
+__device__ __forceinline__ void copy_first_tiles_around_wait(const DecodeAttentionArgs& p, const BlockWork& w,
                                                              int prologue_tiles, __nv_bfloat16* q_stage, int warp,
                                                              int lane, Prologue prologue) {
   const int current_tile = current_token_tile(p, w);

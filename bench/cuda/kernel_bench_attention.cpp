@@ -47,6 +47,7 @@ Bench::DecodeSetup Bench::make_decode_setup(const Pool& pool, int sequences, int
   p.out = out.as<__nv_bfloat16>();
   p.split_out = d.split_out.as<float>();
   p.split_lse = d.split_lse.as<float>();
+  p.merge_in_kernel = merge_in_kernel;
   p.split_counters = merge_in_kernel ? d.counters.as<uint32_t>() : nullptr;
   p.block_table_stride = pool.stride;
   p.num_decode = sequences;
@@ -101,6 +102,7 @@ void Bench::decode_attention(int sequences, int context, bool merge_in_kernel, b
   fill_random_f32(k_scales.as<float>(), vectors, 13, 0.01f, stream_);
   fill_random_f32(v_scales.as<float>(), vectors, 14, 0.01f, stream_);
   DecodeAttentionParams fp8 = p;
+  fp8.kv_dtype = KvCacheDtype::kFp8E4m3;
   fp8.k_fp8 = pool.k.as<uint8_t>();
   fp8.v_fp8 = pool.v.as<uint8_t>();
   fp8.k_scales = k_scales.as<float>();

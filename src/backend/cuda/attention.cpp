@@ -46,6 +46,7 @@ AttentionPlan Attention::plan(const StepPlan& step, const KvPool& kv, const Work
   decode.out = w.attention.as<bf16>();
   decode.split_out = w.split_out.as<float>();
   decode.split_lse = w.split_lse.as<float>();
+  decode.merge_in_kernel = true;
   decode.split_counters = w.split_counters.as<uint32_t>();
   decode.block_table_stride = h.block_table_stride;
   decode.num_decode = static_cast<int>(h.decode_q_rows.size());
@@ -103,10 +104,12 @@ void Attention::run(const AttentionPlan& plan, const StepPlan& step, const KvLay
   cache.bind(rope);
   DecodeAttentionParams decode = plan.decode;
   cache.bind(decode);
-  if (plan.rope_in_decode)
+  if (plan.rope_in_decode) {
+    decode.fuse_rope = true;
     decode.rope = rope;
-  else
+  } else {
     launch_qk_norm_rope_cache_write(rope, stream);
+  }
   launch_decode_attention(decode, plan.decode_plan, stream);
   if (decode.num_decode > 0 && stream.roles != nullptr)
     stream.roles->mark_last_launch(stream.stream, plan.decode_plan.kernel == DecodeAttentionKernel::kRegisters

@@ -217,6 +217,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   p.k_cache = dk.get();
   p.v_cache = dv.get();
   if (fp8) {
+    p.kv_dtype = KvCacheDtype::kFp8E4m3;
     p.k_fp8 = dk_fp8.get();
     p.v_fp8 = dv_fp8.get();
     p.k_scales = dk_scales.get();
@@ -253,6 +254,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   DeviceArray<uint32_t> counters(std::vector<uint32_t>(static_cast<size_t>(seqs) * shape.num_kv_heads, 0));
   p.split_out = split_out.get();
   p.split_lse = split_lse.get();
+  p.merge_in_kernel = split_case.merge_in_kernel;
   p.split_counters = split_case.merge_in_kernel ? counters.get() : nullptr;
 
   std::vector<double> ref;
@@ -318,6 +320,7 @@ TEST(DecodeAttentionPlan, AutoRingKernelFollowsBatchOnHopper) {
     GTEST_SKIP() << "needs an sm_90a build on a compute 9.0 device";
   for (bool fp8 : {false, true})
     for (int num_decode : {5, 16, kDecodeAttentionTwoStageBatch, kDecodeAttentionTwoStageBatch + 1, 64}) {
+      p.kv_dtype = fp8 ? KvCacheDtype::kFp8E4m3 : KvCacheDtype::kBf16;
       p.k_fp8 = fp8 ? fp8_pool_stand_in : nullptr;
       p.num_decode = num_decode;
       const DecodeAttentionPlan plan = plan_decode_attention(p, 1024, test_device_with_sms(132));

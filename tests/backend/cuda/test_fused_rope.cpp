@@ -1,4 +1,4 @@
-// The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope) against
+// The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::fuse_rope) against
 // the two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and
 // every cache byte (and fp8 scale) must be bit-identical: the register kernels with one to eight sequences, the
 // cp.async and bulk-copy kernels with 1 to 64 (the current token in the first tiles, copied after the wait, or later),
@@ -163,7 +163,10 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     p.q = path.q.get();
     p.k_cache = path.k.get();
     p.v_cache = path.v.get();
-    if (c.fp8) use_fp8_pools(p, path);
+    if (c.fp8) {
+      p.kv_dtype = KvCacheDtype::kFp8E4m3;
+      use_fp8_pools(p, path);
+    }
     p.pool_blocks = num_blocks;
     p.block_tables = dtables.get();
     p.table_rows = dtable_rows.get();
@@ -172,6 +175,7 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     p.out = path.out.get();
     p.split_out = split_out.get();
     p.split_lse = split_lse.get();
+    p.merge_in_kernel = true;
     p.split_counters = counters.get();
     p.block_table_stride = stride;
     p.num_decode = seqs;
@@ -192,6 +196,7 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
   launch_qk_norm_rope_cache_write(rope_params(unfused), test_stream());
   launch_decode_attention(attention_params(unfused), plan, test_stream());
   DecodeAttentionParams p = attention_params(fused);
+  p.fuse_rope = true;
   p.rope = rope_params(fused);  // fused.q stays poisoned: the fused kernel must not read it
   launch_decode_attention(p, plan, test_stream());
 

@@ -313,7 +313,7 @@ __device__ void finish_block(const DecodeAttentionArgs& p, const BlockWork& w, W
       if (d == 0) p.split_lse[split_index] = sum > 0 ? m + log2f(sum) : -INFINITY;
     }
   }
-  if (w.splits == 1 || p.split_counters == nullptr) return;
+  if (w.splits == 1 || !p.merge_in_kernel) return;
 
   // Last block of this (sequence, KV head) to finish merges its active splits (threadFenceReduction pattern).
   __shared__ bool merges;

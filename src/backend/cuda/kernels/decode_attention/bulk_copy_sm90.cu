@@ -73,7 +73,7 @@ __device__ __forceinline__ void zero_v_rows_past_end(unsigned char* v_tile, int 
 // or 2 stages at 3 blocks per SM (3 tiles, but splits planned 1.5 times finer, which wins where a batch fills one wave:
 // kAuto's kBulkCopyTwoStage). Each stage's mbarrier completes when all its boxes have landed. The first tiles are
 // issued before waiting for the previous kernel, except the one holding the current token (current_token_tile), issued
-// after the wait and, with p.rope set, after this block's fused QK-norm/RoPE wrote that token's K/V.
+// after the wait and, with p.fuse_rope, after this block's fused QK-norm/RoPE wrote that token's K/V.
 template <int kHeadDim, int kRingStages>
 __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
     decode_attention_bulk_copy_kernel(const __grid_constant__ BulkCopyParams params) {
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
 
   __shared__ uint64_t full[kRingStages];
   extern __shared__ unsigned char shared_raw[];
@@ -192,7 +192,7 @@ void launch_decode_attention_bulk_copy(const DecodeAttentionArgs& params, const 
   QINFER_CHECK(decode_attention_bulk_copy_available(params, stream.device),
                "the bulk-copy decode attention needs the sm_90a kernels on a compute 9.0 device, pool_blocks and a "
                "block size that is a multiple of 16");
-  QINFER_CHECK(params.k_fp8 == nullptr, "the bulk-copy decode attention kernel reads a bf16 cache");
+  QINFER_CHECK(params.kv_dtype == KvCacheDtype::kBf16, "the bulk-copy decode attention kernel reads a bf16 cache");
   QINFER_CHECK(ring_stages == 2 || ring_stages == kStages,
                "the bulk-copy decode attention runs a ring of 2 or 3 tiles");
   if (params.num_decode == 0) return;

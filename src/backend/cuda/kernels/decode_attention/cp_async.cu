@@ -18,7 +18,7 @@ using namespace decode_block;
 // kStages-deep cp.async ring (two tiles in flight while one is computed, one barrier per tile); each warp owns 16 keys
 // of every tile and keeps its own online-softmax state, merged through shared memory at the end. The first tiles are
 // copied before waiting for the previous kernel unless one of them holds the current token (current_token_tile); with
-// p.rope set the block's fused QK-norm/RoPE writes that token's K/V after the wait.
+// p.fuse_rope the block's fused QK-norm/RoPE writes that token's K/V after the wait.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAttentionArgs p) {
   constexpr int kTileElements = kTileTokens * kHeadDim;
@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_kernel(DecodeAtt
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
 
   extern __shared__ __align__(16) unsigned char shared_raw[];
   __nv_bfloat16* tiles = reinterpret_cast<__nv_bfloat16*>(shared_raw);  // [kStages][K|V][kTileTokens][kHeadDim]

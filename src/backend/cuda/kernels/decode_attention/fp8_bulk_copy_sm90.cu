@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
 
   __shared__ uint64_t full[kBulkStages];
   extern __shared__ unsigned char shared_raw[];
@@ -176,8 +176,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 }  // namespace
 
 void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionArgs& params, const KernelStream& stream) {
-  QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
-                   params.v_scales != nullptr && params.head_dim == kHeadDim &&
+  QINFER_CHECK(params.kv_dtype == KvCacheDtype::kFp8E4m3 && params.head_dim == kHeadDim &&
                    fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1 &&
                    decode_attention_bulk_copy_available(params, stream.device),
                "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, GQA groups of at most 8, "
@@ -188,7 +187,7 @@ void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionArgs& params, co
   bulk.k_map = make_u8_tensor_map_swizzle128(params.k_fp8, rows, kBoxTokens);
   bulk.v_map = make_u8_tensor_map_swizzle128(params.v_fp8, rows, kBoxTokens);
   bulk.attention = params;
-  const int shared = BulkLayout::kSharedBytes + (params.rope.qkv != nullptr ? BulkLayout::kQueryBytes : 0);
+  const int shared = BulkLayout::kSharedBytes + (params.fuse_rope ? BulkLayout::kQueryBytes : 0);
   launch_decode_blocks(decode_attention_fp8_bulk_copy_kernel, params, shared, stream, bulk);
 }
 

@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
 
   extern __shared__ __align__(16) unsigned char shared_raw[];
   uint8_t* ring = shared_raw;
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 
   // Prologue: tiles [0, kFp8Stages - 1), one cp.async group each, and the pages of the next tile to load; before
   // waiting for the previous kernel unless one of them holds the current token (current_token_tile), whose K/V the
-  // fused QK-norm/RoPE (p.rope set) writes after the wait.
+  // fused QK-norm/RoPE (p.fuse_rope) writes after the wait.
   TilePages<kHeadDim> pages;
   const auto prologue = [&] {
     pages = look_up_next(0);
@@ -187,8 +187,8 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 }  // namespace
 
 void launch_decode_attention_fp8(const DecodeAttentionArgs& params, const KernelStream& stream) {
-  QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
-               params.v_scales != nullptr && params.block_size % 16 == 0);
+  QINFER_CHECK(params.kv_dtype == KvCacheDtype::kFp8E4m3 && params.block_size % 16 == 0,
+               "the fp8 decode attention kernel reads an fp8 cache of blocks of a multiple of 16 tokens");
   if (params.num_decode == 0) return;
   const bool one_head_block = fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1;
   with_head_dim(params.head_dim, [&](auto dim) {

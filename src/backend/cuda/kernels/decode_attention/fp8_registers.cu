@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
   extern __shared__ __align__(16) float scratch[];
   // The fused RoPE stages the group's query heads in the scratch, which is free until the hand-over.
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
   Fp8KeyRegisters<kHeadDim> regs;
   RopeLane<kHeadDim> rope{};
   const int first = load_first_keys_then_wait(
@@ -139,7 +139,7 @@ int fp8_registers_shared_bytes(int group) {
 }  // namespace
 
 void launch_decode_attention_fp8_registers(const DecodeAttentionArgs& p, const KernelStream& stream) {
-  QINFER_CHECK(p.k_fp8 != nullptr, "the fp8 register decode attention kernel reads an fp8 cache");
+  QINFER_CHECK(p.kv_dtype == KvCacheDtype::kFp8E4m3, "the fp8 register decode attention kernel reads an fp8 cache");
   if (p.num_decode == 0) return;
   const int group = p.num_heads / p.num_kv_heads;
   with_head_dim(p.head_dim, [&](auto dim) {

@@ -1,4 +1,4 @@
-// launch_decode_attention: the checks of a launch's plan, the dispatch to the family's kernels
+// launch_decode_attention: the checks of a launch's modes and plan, the dispatch to the family's kernels
 // (launchers.h), and the kernel that merges splits when the attention kernel does not.
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/decode_attention/block.cuh"
@@ -23,12 +23,33 @@ __global__ void __launch_bounds__(kThreads) merge_splits_kernel(DecodeAttentionA
   if (splits > 1) merge_group_splits<kHeadDim>(p, blockIdx.y, blockIdx.x * group, group, splits);
 }
 
-// The plan's splits are whole tiles, and the GQA group fits the m16 tile.
+// Each mode of the params has the pointers it reads, and the plan's splits are whole tiles.
 void check_launch(const DecodeAttentionParams& p, const DecodeAttentionPlan& plan) {
   QINFER_CHECK(p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads == 0 && p.num_heads / p.num_kv_heads <= kGroupRows,
                "decode attention needs GQA groups of at most 16 query heads");
   QINFER_CHECK(plan.tokens_per_split > 0 && plan.tokens_per_split % kTileTokens == 0 && plan.num_splits >= 1,
                "a decode attention plan splits contexts into whole 64-token tiles");
+  if (p.kv_dtype == KvCacheDtype::kFp8E4m3)
+    QINFER_CHECK(p.k_fp8 != nullptr && p.v_fp8 != nullptr && p.k_scales != nullptr && p.v_scales != nullptr,
+                 "decode attention over an fp8 cache (kv_dtype kFp8E4m3) needs k_fp8, v_fp8, k_scales and v_scales");
+  else
+    QINFER_CHECK(p.k_cache != nullptr && p.v_cache != nullptr,
+                 "decode attention over a bf16 cache (kv_dtype kBf16) needs k_cache and v_cache");
+  if (p.fuse_rope) {
+    const QkNormRopeCacheWriteParams& r = p.rope;
+    const bool cache = p.kv_dtype == KvCacheDtype::kFp8E4m3
+                           ? r.k_fp8 != nullptr && r.v_fp8 != nullptr && r.k_scales != nullptr && r.v_scales != nullptr
+                           : r.k_cache != nullptr && r.v_cache != nullptr;
+    QINFER_CHECK(r.qkv != nullptr && r.positions != nullptr && r.slots != nullptr && r.inv_freq != nullptr &&
+                     r.q_norm != nullptr && r.k_norm != nullptr && cache,
+                 "decode attention with fuse_rope needs rope's qkv, positions, slots, RoPE table, norm weights and "
+                 "the cache pointers of kv_dtype");
+  }
+  if (plan.num_splits > 1)
+    QINFER_CHECK(p.split_out != nullptr && p.split_lse != nullptr,
+                 "decode attention with more than one split needs split_out and split_lse");
+  if (p.merge_in_kernel)
+    QINFER_CHECK(p.split_counters != nullptr, "decode attention with merge_in_kernel needs split_counters");
 }
 
 }  // namespace
@@ -40,7 +61,7 @@ DecodeAttentionShape decode_attention_shape(const DecodeAttentionParams& p) {
   shape.num_heads = p.num_heads;
   shape.num_kv_heads = p.num_kv_heads;
   shape.head_dim = p.head_dim;
-  shape.kv_dtype = p.k_fp8 != nullptr ? KvCacheDtype::kFp8E4m3 : KvCacheDtype::kBf16;
+  shape.kv_dtype = p.kv_dtype;
   return shape;
 }
 
@@ -63,7 +84,7 @@ void launch_decode_attention(const DecodeAttentionParams& params, const DecodeAt
   const DecodeAttentionShape shape = decode_attention_shape(params);
   const DecodeAttentionKernel kernel =
       decode_attention_resolved_kernel(shape, plan, decode_attention_gpu(params, stream.device));
-  const bool fp8 = params.k_fp8 != nullptr;
+  const bool fp8 = params.kv_dtype == KvCacheDtype::kFp8E4m3;
   const DecodeAttentionArgs args{params, plan.tokens_per_split, plan.num_splits};
   if (decode_attention_runs_fp8_bulk_copy(shape, kernel))
     launch_decode_attention_fp8_bulk_copy(args, stream);
@@ -79,7 +100,7 @@ void launch_decode_attention(const DecodeAttentionParams& params, const DecodeAt
     launch_decode_attention_registers(args, stream);
   else
     launch_decode_attention_cp_async(args, stream);
-  if (args.num_splits > 1 && args.split_counters == nullptr)
+  if (args.num_splits > 1 && !args.merge_in_kernel)
     with_head_dim(args.head_dim, [&](auto dim) {
       launch_dependent(merge_splits_kernel<decltype(dim)::value>, dim3(args.num_kv_heads, args.num_decode), kThreads, 0,
                        stream, args);

@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   // until the merge.
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
   __nv_bfloat16* current_stage = q_stage + w.group * kHeadDim;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
   KeyRegisters<kHeadDim> regs;
   RopeLane<kHeadDim> rope{};
   const int first = load_first_keys_then_wait(
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
 }  // namespace
 
 void launch_decode_attention_registers(const DecodeAttentionArgs& p, const KernelStream& stream) {
-  QINFER_CHECK(p.k_fp8 == nullptr, "the register decode attention kernel reads a bf16 cache");
+  QINFER_CHECK(p.kv_dtype == KvCacheDtype::kBf16, "the register decode attention kernel reads a bf16 cache");
   if (p.num_decode == 0) return;
   const int shared_bytes = kWarps * (p.num_heads / p.num_kv_heads) * p.head_dim * 4;  // 32 KB at most (group 16)
   with_head_dim(p.head_dim, [&](auto dim) {

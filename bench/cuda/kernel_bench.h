@@ -18,7 +18,7 @@
 #include "backend/cuda/cublaslt_gemm.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/embedding.h"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/gemv.h"
@@ -84,6 +84,7 @@ class Bench {
   struct DecodeSetup {
     DeviceBuffer rows, lens, split_out, split_lse, counters;
     DecodeAttentionParams p;
+    DecodeAttentionPlan plan;
   };
   DecodeSetup make_decode_setup(const Pool& pool, int sequences, int context, const DeviceBuffer& q, DeviceBuffer& out,
                                 bool merge_in_kernel = true);

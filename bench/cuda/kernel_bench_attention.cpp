@@ -47,6 +47,7 @@ Bench::DecodeSetup Bench::make_decode_setup(const Pool& pool, int sequences, int
   p.out = out.as<__nv_bfloat16>();
   p.split_out = d.split_out.as<float>();
   p.split_lse = d.split_lse.as<float>();
+  p.merge_in_kernel = merge_in_kernel;
   p.split_counters = merge_in_kernel ? d.counters.as<uint32_t>() : nullptr;
   p.block_table_stride = pool.stride;
   p.num_decode = sequences;
@@ -56,7 +57,7 @@ Bench::DecodeSetup Bench::make_decode_setup(const Pool& pool, int sequences, int
   p.block_size = 16;
   p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   p.pool_blocks = pool.num_blocks;
-  plan_decode_attention_splits(p, context, device_);
+  d.plan = plan_decode_attention(p, context, device_);
   return d;
 }
 
@@ -68,23 +69,29 @@ void Bench::decode_attention(int sequences, int context, bool merge_in_kernel, b
   fill_random_bf16(q.as<__nv_bfloat16>(), static_cast<size_t>(sequences) * kHeads * kHeadDim, 5, 1.0f, stream_);
   const DecodeSetup setup = make_decode_setup(pool, sequences, context, q, out, merge_in_kernel);
   const DecodeAttentionParams& p = setup.p;
-  const auto shape_of = [&](const DecodeAttentionParams& plan) {
+  const auto shape_of = [&](const DecodeAttentionPlan& plan) {
     return std::to_string(sequences) + " seqs x " + std::to_string(context) + " ctx" +
            (scattered ? "" : ", blocks in order") + " (" + std::to_string(plan.num_splits) +
            (plan.num_splits == 1 ? " split)"
             : merge_in_kernel    ? " splits, merged in kernel)"
                                  : " splits, merge kernel)");
   };
-  const auto time_kernel = [&](const DecodeAttentionParams& params, DecodeAttentionKernel kernel) {
-    return time_per_call([&](int) { launch_decode_attention(params, kernel_stream(), kernel); }, 20, stream_);
+  const auto time_kernel = [&](const DecodeAttentionParams& params, DecodeAttentionPlan plan,
+                               DecodeAttentionKernel kernel) {
+    plan.kernel = kernel;
+    return time_per_call([&](int) { launch_decode_attention(params, plan, kernel_stream()); }, 20, stream_);
   };
   const double bytes = 2.0 * sequences * context * kKvHeads * kHeadDim * 2;
-  record("decode attention cp.async", shape_of(p), time_kernel(p, DecodeAttentionKernel::kCpAsync), bytes, true);
-  record("decode attention registers", shape_of(p), time_kernel(p, DecodeAttentionKernel::kRegisters), bytes, true);
+  const DecodeAttentionPlan& plan = setup.plan;
+  record("decode attention cp.async", shape_of(plan), time_kernel(p, plan, DecodeAttentionKernel::kCpAsync), bytes,
+         true);
+  record("decode attention registers", shape_of(plan), time_kernel(p, plan, DecodeAttentionKernel::kRegisters), bytes,
+         true);
   if (decode_attention_bulk_copy_available(p, device_)) {
-    record("decode attention bulk copy", shape_of(p), time_kernel(p, DecodeAttentionKernel::kBulkCopy), bytes, true);
-    record("decode attention bulk copy 2-stage", shape_of(p), time_kernel(p, DecodeAttentionKernel::kBulkCopyTwoStage),
-           bytes, true);
+    record("decode attention bulk copy", shape_of(plan), time_kernel(p, plan, DecodeAttentionKernel::kBulkCopy), bytes,
+           true);
+    record("decode attention bulk copy 2-stage", shape_of(plan),
+           time_kernel(p, plan, DecodeAttentionKernel::kBulkCopyTwoStage), bytes, true);
   }
 
   // The same pool as an fp8 cache: random bytes (NaN codes included: the speed does not depend on the values) and
@@ -95,25 +102,27 @@ void Bench::decode_attention(int sequences, int context, bool merge_in_kernel, b
   fill_random_f32(k_scales.as<float>(), vectors, 13, 0.01f, stream_);
   fill_random_f32(v_scales.as<float>(), vectors, 14, 0.01f, stream_);
   DecodeAttentionParams fp8 = p;
+  fp8.kv_dtype = KvCacheDtype::kFp8E4m3;
   fp8.k_fp8 = pool.k.as<uint8_t>();
   fp8.v_fp8 = pool.v.as<uint8_t>();
   fp8.k_scales = k_scales.as<float>();
   fp8.v_scales = v_scales.as<float>();
-  plan_decode_attention_splits(fp8, context, device_);
+  const DecodeAttentionPlan fp8_plan = plan_decode_attention(fp8, context, device_);
   const double fp8_bytes = 2.0 * sequences * context * kKvHeads * (kHeadDim + 4);
-  record("decode attention fp8", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kCpAsync), fp8_bytes, true);
-  record("decode attention fp8 registers", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kRegisters),
+  record("decode attention fp8", shape_of(fp8_plan), time_kernel(fp8, fp8_plan, DecodeAttentionKernel::kCpAsync),
          fp8_bytes, true);
+  record("decode attention fp8 registers", shape_of(fp8_plan),
+         time_kernel(fp8, fp8_plan, DecodeAttentionKernel::kRegisters), fp8_bytes, true);
   if (decode_attention_bulk_copy_available(fp8, device_))
-    record("decode attention fp8 bulk copy", shape_of(fp8), time_kernel(fp8, DecodeAttentionKernel::kBulkCopy),
-           fp8_bytes, true);
+    record("decode attention fp8 bulk copy", shape_of(fp8_plan),
+           time_kernel(fp8, fp8_plan, DecodeAttentionKernel::kBulkCopy), fp8_bytes, true);
   const int max_splits = decode_attention_max_split_rows(sequences, device_.num_sms) / sequences;
   for (int tokens : fp8_split_tokens) {
-    DecodeAttentionParams forced = fp8;
+    DecodeAttentionPlan forced = fp8_plan;
     forced.tokens_per_split = tokens;
     forced.num_splits = (context + tokens - 1) / tokens;
     if (tokens <= 0 || tokens % 64 != 0 || forced.num_splits > max_splits) continue;
-    record("decode attention fp8 (forced)", shape_of(forced), time_kernel(forced, DecodeAttentionKernel::kAuto),
+    record("decode attention fp8 (forced)", shape_of(forced), time_kernel(fp8, forced, DecodeAttentionKernel::kAuto),
            fp8_bytes, true);
   }
 }

@@ -64,6 +64,7 @@ void Bench::layer_breakdown(int tokens, int decode_context) {
       make_decode_setup(pool, decode ? tokens : 1, std::max(decode_context, 1), q, attention);
   // A decode-only step's attention does the QK-norm/RoPE/cache write itself, as the backend runs it.
   DecodeAttentionParams fused_decode = decode_setup.p;
+  fused_decode.fuse_rope = true;
   fused_decode.rope = rope;
   const auto gemm = [&](const DeviceBuffer& x, const DeviceBuffer& w, DeviceBuffer& y, int n, int k) {
     gemm_.matmul(x.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), y.data(), false, tokens, n, k, stream_);
@@ -89,7 +90,7 @@ void Bench::layer_breakdown(int tokens, int decode_context) {
       {decode ? "attention + qk norm+rope+kv" : "attention",
        [&] {
          if (decode)
-           launch_decode_attention(fused_decode, kernel_stream());
+           launch_decode_attention(fused_decode, decode_setup.plan, kernel_stream());
          else
            launch_prefill_attention(attn, kernel_stream());
        },

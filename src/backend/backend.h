@@ -10,15 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/kv_cache_dtype.h"
 #include "backend/sampling.h"
 #include "model/qwen3_weights.h"
 
 namespace qinfer {
-
-// How K/V vectors are stored in the paged cache. kBf16 is the model dtype (the CPU reference keeps fp32 then);
-// kFp8E4m3 is E4M3 bytes with one fp32 scale per (token, KV head) vector, in the layout and quantisation of
-// util/fp8.h (docs/ARCHITECTURE.md, "The fp8 KV cache").
-enum class KvCacheDtype { kBf16, kFp8E4m3 };
 
 // "bf16" | "fp8_e4m3": the name reports and logs use.
 const char* kv_cache_dtype_name(KvCacheDtype dtype);

@@ -46,6 +46,7 @@ AttentionPlan Attention::plan(const StepPlan& step, const KvPool& kv, const Work
   decode.out = w.attention.as<bf16>();
   decode.split_out = w.split_out.as<float>();
   decode.split_lse = w.split_lse.as<float>();
+  decode.merge_in_kernel = true;
   decode.split_counters = w.split_counters.as<uint32_t>();
   decode.block_table_stride = h.block_table_stride;
   decode.num_decode = static_cast<int>(h.decode_q_rows.size());
@@ -55,11 +56,10 @@ AttentionPlan Attention::plan(const StepPlan& step, const KvPool& kv, const Work
   decode.block_size = kv.block_size();
   decode.pool_blocks = kv.pool_blocks();  // the pool as the Hopper kernels' tensor maps bind it, scratch block included
   decode.scale = scale;
-  kv.layer(0).bind(decode);  // the split planner counts the resident blocks of the cache dtype's kernels
+  kv.layer(0).bind(decode);  // the planner asks whether the bulk-copy kernels can map the pool
   if (decode.num_decode > 0) {
-    plan_decode_attention_splits(decode, step.split_context, device);
-    QINFER_CHECK(decode.num_decode * decode.num_splits <= w.max_split_rows);
-    plan.decode_kernel = decode_attention_auto_kernel(decode, device);
+    plan.decode_plan = plan_decode_attention(decode, step.split_context, device);
+    QINFER_CHECK(decode.num_decode * plan.decode_plan.num_splits <= w.max_split_rows);
   }
 
   PrefillAttentionParams& prefill = plan.prefill;
@@ -104,13 +104,15 @@ void Attention::run(const AttentionPlan& plan, const StepPlan& step, const KvLay
   cache.bind(rope);
   DecodeAttentionParams decode = plan.decode;
   cache.bind(decode);
-  if (plan.rope_in_decode)
+  if (plan.rope_in_decode) {
+    decode.fuse_rope = true;
     decode.rope = rope;
-  else
+  } else {
     launch_qk_norm_rope_cache_write(rope, stream);
-  launch_decode_attention(decode, stream);
+  }
+  launch_decode_attention(decode, plan.decode_plan, stream);
   if (decode.num_decode > 0 && stream.roles != nullptr)
-    stream.roles->mark_last_launch(stream.stream, plan.decode_kernel == DecodeAttentionKernel::kRegisters
+    stream.roles->mark_last_launch(stream.stream, plan.decode_plan.kernel == DecodeAttentionKernel::kRegisters
                                                       ? GraphNodeRole::kRegisterDecodeAttention
                                                       : GraphNodeRole::kDecodeAttention);
   if (cache.dtype == KvCacheDtype::kFp8E4m3) {

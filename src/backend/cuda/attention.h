@@ -9,7 +9,7 @@
 #include <cuda_bf16.h>
 
 #include "backend/cuda/device_buffer.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "backend/cuda/kv_pool.h"
@@ -21,10 +21,10 @@ namespace qinfer::cuda {
 
 struct AttentionPlan {
   DecodeAttentionParams decode;     // all but the layer's cache pointers (and rope's, when fused)
+  DecodeAttentionPlan decode_plan;  // its kernel and splits (planned when the step has decode rows)
   PrefillAttentionParams prefill;   // all but the layer's cache pointers
   QkNormRopeCacheWriteParams rope;  // all but the layer's norm weights and cache pointers
   bool rope_in_decode = false;      // the decode kernel does rope's work (no separate launch)
-  DecodeAttentionKernel decode_kernel = DecodeAttentionKernel::kAuto;  // the kernel kAuto runs (with decode rows)
 };
 
 struct AttentionLimits {

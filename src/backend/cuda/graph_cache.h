@@ -46,7 +46,7 @@ std::string kernel_node_name(cudaGraphNode_t node);
 // (block table, position, keys) are on the critical path, and its blocks reached the wait 2.7 µs later
 // (docs/CUDA_DESIGN.md, "Programmatic dependent launch").
 enum class GraphNodeRole {
-  kDecodeAttention,          // a decode attention kernel (kernels/decode_attention*.cu)
+  kDecodeAttention,          // a decode attention kernel (kernels/decode_attention/)
   kRegisterDecodeAttention,  // one of the register decode attention kernels (bf16 or fp8), also a kDecodeAttention
 };
 

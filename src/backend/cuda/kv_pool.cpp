@@ -20,6 +20,7 @@ void KvLayerView::bind(QkNormRopeCacheWriteParams& p) const {
 }
 
 void KvLayerView::bind(DecodeAttentionParams& p) const {
+  p.kv_dtype = dtype;
   p.k_cache = k, p.v_cache = v;
   p.k_fp8 = k_fp8, p.v_fp8 = v_fp8, p.k_scales = k_scales, p.v_scales = v_scales;
 }

@@ -16,7 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/device_buffer.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/kv_dequant_gather.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
@@ -34,7 +34,8 @@ struct KvLayerView {
   float* k_scales = nullptr;  // fp8: [pool_blocks, num_kv_heads, block_size]
   float* v_scales = nullptr;
 
-  // The cache pointers of each kernel that reads or writes it (the other fields stay as they are).
+  // The cache pointers of each kernel that reads or writes it, and the decode attention's kv_dtype (the other fields
+  // stay as they are).
   void bind(QkNormRopeCacheWriteParams& params) const;
   void bind(DecodeAttentionParams& params) const;
   void bind(PrefillAttentionParams& params) const;  // bf16 caches only: fp8 prefill reads a dequantised scratch

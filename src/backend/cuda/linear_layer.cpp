@@ -22,9 +22,8 @@ void launch_decode_linear(const GemvParams& params, const KernelStream& stream) 
 
 }  // namespace
 
-LinearRoute route_linears(const DecodeAttentionParams& decode, const DeviceCapabilities& device) {
-  const bool register_attention =
-      decode.num_decode == 0 || decode_attention_auto_kernel(decode, device) == DecodeAttentionKernel::kRegisters;
+LinearRoute route_linears(int num_decode, DecodeAttentionKernel decode_kernel) {
+  const bool register_attention = num_decode == 0 || decode_kernel == DecodeAttentionKernel::kRegisters;
   return {register_attention ? kGemvRowLimit : 1};
 }
 

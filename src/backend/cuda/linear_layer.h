@@ -14,7 +14,7 @@
 #include "backend/cuda/cublaslt_gemm.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_capabilities.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/plan.h"
 #include "backend/cuda/kernels/quantized_gemm.h"
 #include "backend/cuda/kernels/quantized_gemv.h"
 
@@ -48,7 +48,7 @@ struct LinearWeight {
 struct LinearRoute {
   int gemv_rows = 0;
 };
-LinearRoute route_linears(const DecodeAttentionParams& decode, const DeviceCapabilities& device);
+LinearRoute route_linears(int num_decode, DecodeAttentionKernel decode_kernel);
 
 // The GEMVs' row limit: at one row the GEMV beats cuBLASLt, at two to four the tensor-core GEMV does; from five rows
 // cuBLASLt wins end to end.

@@ -17,7 +17,7 @@ void Qwen3Forward::enqueue(const StepPlan& step, const KernelStream& stream) {
   launch_embedding({step.device.token_ids, weights_.embed, w.residual.as<float>(), tokens, c.hidden_size}, stream);
 
   const AttentionPlan attention = attention_.plan(step, kv_, w, stream.device);
-  const LinearRoute route = route_linears(attention.decode, stream.device);
+  const LinearRoute route = route_linears(attention.decode.num_decode, attention.decode_plan.kernel);
   // residual += delta (none before the first layer), normed = RMSNorm(residual) * weight
   FusedAddRmsNormParams norm;
   norm.residual = w.residual.as<float>();

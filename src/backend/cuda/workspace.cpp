@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/plan.h"
 #include "backend/cuda/kernels/sampling.h"
 
 namespace qinfer::cuda {

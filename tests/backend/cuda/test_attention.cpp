@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
 #include "gpu_test_util.h"
 #include "util/fp8.h"
@@ -217,6 +217,7 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
   p.k_cache = dk.get();
   p.v_cache = dv.get();
   if (fp8) {
+    p.kv_dtype = KvCacheDtype::kFp8E4m3;
     p.k_fp8 = dk_fp8.get();
     p.v_fp8 = dv_fp8.get();
     p.k_scales = dk_scales.get();
@@ -239,19 +240,21 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
       !decode_attention_bulk_copy_available(p, test_device()))
     GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build on a compute 9.0 device";
   size_t split_rows = 0;
+  DecodeAttentionPlan plan;
   if (split_case.num_sms > 0) {
-    plan_decode_attention_splits(p, kPlannedContext, test_device_with_sms(split_case.num_sms));
+    plan = plan_decode_attention(p, kPlannedContext, test_device_with_sms(split_case.num_sms));
     split_rows = static_cast<size_t>(decode_attention_max_split_rows(seqs, split_case.num_sms));
-    ASSERT_LE(static_cast<size_t>(p.num_decode * p.num_splits), split_rows);
+    ASSERT_LE(static_cast<size_t>(p.num_decode * plan.num_splits), split_rows);
   } else {
-    p.tokens_per_split = 64;
-    p.num_splits = kPlannedContext / 64;
-    split_rows = static_cast<size_t>(seqs) * p.num_splits;
+    plan = {.tokens_per_split = 64, .num_splits = kPlannedContext / 64};
+    split_rows = static_cast<size_t>(seqs) * plan.num_splits;
   }
+  plan.kernel = kernel;
   DeviceArray<float> split_out(split_rows * shape.num_heads * shape.head_dim), split_lse(split_rows * shape.num_heads);
   DeviceArray<uint32_t> counters(std::vector<uint32_t>(static_cast<size_t>(seqs) * shape.num_kv_heads, 0));
   p.split_out = split_out.get();
   p.split_lse = split_lse.get();
+  p.merge_in_kernel = split_case.merge_in_kernel;
   p.split_counters = split_case.merge_in_kernel ? counters.get() : nullptr;
 
   std::vector<double> ref;
@@ -270,9 +273,9 @@ TEST_P(DecodeAttentionTest, MatchesReference) {
     CUDA_CHECK(cudaMemset(out.get(), 0xFF, q.size() * sizeof(__nv_bfloat16)));
     CUDA_CHECK(cudaMemset(split_out.get(), 0xFF, split_out.size() * sizeof(float)));
     CUDA_CHECK(cudaMemset(split_lse.get(), 0xFF, split_lse.size() * sizeof(float)));
-    launch_decode_attention(p, test_stream(), kernel);
+    launch_decode_attention(p, plan, test_stream());
     EXPECT_LT(relative_error(out.download(), ref), 1e-2)
-        << (fp8 ? "fp8 " : "bf16 ") << kernel_name(kernel) << ", launch " << launch << ", splits " << p.num_splits;
+        << (fp8 ? "fp8 " : "bf16 ") << kernel_name(kernel) << ", launch " << launch << ", splits " << plan.num_splits;
     for (uint32_t count : counters.download()) ASSERT_EQ(count, 0u);
   }
 }
@@ -292,7 +295,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          DecodeAttentionKernel::kBulkCopyTwoStage, DecodeAttentionKernel::kRegisters),
                        ::testing::Values(CacheDtype::kBf16)));
 // Over an fp8 cache: the cp.async fp8 kernel, the bulk-copy one (head_dim 64: the cp.async kernel again, see
-// decode_attention.h) and the register one.
+// plan.h) and the register one.
 INSTANTIATE_TEST_SUITE_P(Fp8, DecodeAttentionTest,
                          ::testing::Combine(kDecodeShapes, kDecodeSplitCases,
                                             ::testing::Values(DecodeAttentionKernel::kCpAsync,
@@ -317,15 +320,15 @@ TEST(DecodeAttentionPlan, AutoRingKernelFollowsBatchOnHopper) {
     GTEST_SKIP() << "needs an sm_90a build on a compute 9.0 device";
   for (bool fp8 : {false, true})
     for (int num_decode : {5, 16, kDecodeAttentionTwoStageBatch, kDecodeAttentionTwoStageBatch + 1, 64}) {
+      p.kv_dtype = fp8 ? KvCacheDtype::kFp8E4m3 : KvCacheDtype::kBf16;
       p.k_fp8 = fp8 ? fp8_pool_stand_in : nullptr;
       p.num_decode = num_decode;
-      plan_decode_attention_splits(p, 1024, test_device_with_sms(132));
+      const DecodeAttentionPlan plan = plan_decode_attention(p, 1024, test_device_with_sms(132));
       const bool two_stage = !fp8 && num_decode <= kDecodeAttentionTwoStageBatch;
-      EXPECT_EQ(decode_attention_auto_kernel(p, test_device()),
-                two_stage ? DecodeAttentionKernel::kBulkCopyTwoStage : DecodeAttentionKernel::kBulkCopy)
+      EXPECT_EQ(plan.kernel, two_stage ? DecodeAttentionKernel::kBulkCopyTwoStage : DecodeAttentionKernel::kBulkCopy)
           << num_decode << " sequences" << (fp8 ? ", fp8" : ", bf16");
       if (!fp8 && num_decode == 16) {
-        EXPECT_EQ(p.num_splits, 3);
+        EXPECT_EQ(plan.num_splits, 3);
       }
     }
 }

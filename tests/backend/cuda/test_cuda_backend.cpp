@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "backend/backend.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/plan.h"
 #include "backend/factory.h"
 #include "backend/sampling.h"
 #include "gpu_test_util.h"
@@ -318,8 +318,9 @@ TEST_P(LongContextSmallBatchTest, FourSequencesMatchEachAlone) {
   SKIP_WITHOUT_GPU();
   const bool fp8 = GetParam() == KvCacheDtype::kFp8E4m3;
   const int context = fp8 ? 8300 : 2100;  // cached tokens before the decoded one
-  ASSERT_GT(context, cuda::decode_attention_register_context(4, fp8));
-  ASSERT_LE(context, cuda::decode_attention_register_context(1, fp8)) << "each alone must stay on the register kernel";
+  ASSERT_GT(context, cuda::decode_attention_register_context(4, GetParam()));
+  ASSERT_LE(context, cuda::decode_attention_register_context(1, GetParam()))
+      << "each alone must stay on the register kernel";
   auto model = std::make_shared<LoadedModel>(make_dummy_model(test_model_preset("tiny"), 3, nullptr));
   BackendOptions o;
   o.kv_cache_dtype = GetParam();

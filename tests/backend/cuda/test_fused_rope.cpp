@@ -1,9 +1,9 @@
-// The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::rope) against the
-// two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and every
-// cache byte (and fp8 scale) must be bit-identical: the register kernels with one to eight sequences, the cp.async and
-// bulk-copy kernels with 1 to 64 (the current token in the first tiles, copied after the wait, or later), over both
-// cache dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128; kBulkCopy runs the fp8 cp.async
-// kernel otherwise) and head_dim 64 and 128; the 2-stage bulk-copy kernel over a bf16 cache.
+// The decode attention kernels with the QK-norm/RoPE/cache write fused in (DecodeAttentionParams::fuse_rope) against
+// the two kernels they replace: the QK-norm/RoPE kernel, then the same attention kernel reading its q. Outputs and
+// every cache byte (and fp8 scale) must be bit-identical: the register kernels with one to eight sequences, the
+// cp.async and bulk-copy kernels with 1 to 64 (the current token in the first tiles, copied after the wait, or later),
+// over both cache dtypes, GQA groups 1 to 16 (the fp8 bulk-copy kernel: up to 8, head_dim 128; kBulkCopy runs the fp8
+// cp.async kernel otherwise) and head_dim 64 and 128; the 2-stage bulk-copy kernel over a bf16 cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include <tuple>
 #include <vector>
 
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/launch.h"
 #include "backend/cuda/kernels/qk_norm_rope_cache_write.h"
 #include "gpu_test_util.h"
 
@@ -163,7 +163,10 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     p.q = path.q.get();
     p.k_cache = path.k.get();
     p.v_cache = path.v.get();
-    if (c.fp8) use_fp8_pools(p, path);
+    if (c.fp8) {
+      p.kv_dtype = KvCacheDtype::kFp8E4m3;
+      use_fp8_pools(p, path);
+    }
     p.pool_blocks = num_blocks;
     p.block_tables = dtables.get();
     p.table_rows = dtable_rows.get();
@@ -172,6 +175,7 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     p.out = path.out.get();
     p.split_out = split_out.get();
     p.split_lse = split_lse.get();
+    p.merge_in_kernel = true;
     p.split_counters = counters.get();
     p.block_table_stride = stride;
     p.num_decode = seqs;
@@ -180,18 +184,21 @@ TEST_P(FusedRopeTest, MatchesTheRopeKernelThenAttention) {
     p.head_dim = c.head_dim;
     p.block_size = block_size;
     p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    plan_decode_attention_splits(p, planned_context, test_device_with_sms(num_sms));
     return p;
   };
+  DecodeAttentionPlan plan =
+      plan_decode_attention(attention_params(fused), planned_context, test_device_with_sms(num_sms));
+  plan.kernel = c.kernel;
 
   if ((c.kernel == DecodeAttentionKernel::kBulkCopy || c.kernel == DecodeAttentionKernel::kBulkCopyTwoStage) &&
       !decode_attention_bulk_copy_available(attention_params(fused), test_device()))
     GTEST_SKIP() << "the bulk-copy kernel needs an sm_90a build and a compute 9.0 device";
   launch_qk_norm_rope_cache_write(rope_params(unfused), test_stream());
-  launch_decode_attention(attention_params(unfused), test_stream(), c.kernel);
+  launch_decode_attention(attention_params(unfused), plan, test_stream());
   DecodeAttentionParams p = attention_params(fused);
+  p.fuse_rope = true;
   p.rope = rope_params(fused);  // fused.q stays poisoned: the fused kernel must not read it
-  launch_decode_attention(p, test_stream(), c.kernel);
+  launch_decode_attention(p, plan, test_stream());
 
   EXPECT_TRUE(same_bytes(fused.out.download(), unfused.out.download())) << "attention output";
   if (c.fp8) {

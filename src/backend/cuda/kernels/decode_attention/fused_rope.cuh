@@ -1,16 +1,16 @@
-// The decode attention kernels' fused QK-norm / RoPE / cache write (DecodeAttentionParams::rope): the work the
+// The decode attention kernels' fused QK-norm / RoPE / cache write (DecodeAttentionParams::fuse_rope): the work the
 // QK-norm/RoPE kernel would do for the block's decode token, with that kernel's per-head math (qk_norm_rope.cuh).
 #pragma once
 
-#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
 #include "backend/cuda/kernels/qk_norm_rope.cuh"
 
 namespace qinfer::cuda::decode_block {
 
 // Shared memory a launch adds for fused_rope's query stage ([kGroupRows][kHeadDim] bf16): none when not fused.
 template <int kHeadDim>
-int fused_query_stage_bytes(const DecodeAttentionParams& p) {
-  return p.rope.qkv != nullptr ? kGroupRows * kHeadDim * static_cast<int>(sizeof(__nv_bfloat16)) : 0;
+int fused_query_stage_bytes(const DecodeAttentionArgs& p) {
+  return p.fuse_rope ? kGroupRows * kHeadDim * static_cast<int>(sizeof(__nv_bfloat16)) : 0;
 }
 
 // What a lane of the fused QK-norm/RoPE reads that no kernel of the step writes: the RoPE angles of the token's
@@ -22,10 +22,10 @@ struct RopeLane {
 };
 
 template <int kHeadDim>
-__device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionParams& p, const BlockWork& w, int lane) {
+__device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionArgs& p, const BlockWork& w, int lane) {
   RopeLane<kHeadDim> c{};
   const QkNormRopeCacheWriteParams& r = p.rope;
-  if (r.qkv == nullptr) return c;
+  if (!p.fuse_rope) return c;
   qk_rope::rope_angles<kHeadDim>(r.positions[w.q_row], r.inv_freq, lane, c.cos_v, c.sin_v);
   qk_rope::norm_weights<kHeadDim>(r.q_norm, lane, c.q_norm);
   qk_rope::norm_weights<kHeadDim>(r.k_norm, lane, c.k_norm);
@@ -40,7 +40,7 @@ __device__ __forceinline__ RopeLane<kHeadDim> rope_lane(const DecodeAttentionPar
 // (the writers' proxy fence orders their generic stores before bulk copies issued after the barrier). Every thread of
 // the block calls it.
 template <int kHeadDim, bool kFp8, bool kBulkCopyReads = false>
-__device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const BlockWork& w,
+__device__ __forceinline__ void fused_rope(const DecodeAttentionArgs& p, const BlockWork& w,
                                            const RopeLane<kHeadDim>& c, __nv_bfloat16* q_stage, int warp, int lane,
                                            __nv_bfloat16* current_stage = nullptr) {
   using namespace qk_rope;
@@ -84,10 +84,10 @@ __device__ __forceinline__ void fused_rope(const DecodeAttentionParams& p, const
 }
 
 // The cp.async kernels' start: `prologue()` (the copies of their first `prologue_tiles` tiles) before waiting for the
-// previous kernel unless one of those tiles holds the current token (current_token_tile), then, with p.rope set, the
+// previous kernel unless one of those tiles holds the current token (current_token_tile), then, with p.fuse_rope, the
 // fused QK-norm/RoPE into `q_stage`, then the prologue if it had to wait. Every thread of the block calls it.
 template <int kHeadDim, bool kFp8, typename Prologue>
-__device__ __forceinline__ void copy_first_tiles_around_wait(const DecodeAttentionParams& p, const BlockWork& w,
+__device__ __forceinline__ void copy_first_tiles_around_wait(const DecodeAttentionArgs& p, const BlockWork& w,
                                                              int prologue_tiles, __nv_bfloat16* q_stage, int warp,
                                                              int lane, Prologue prologue) {
   const int current_tile = current_token_tile(p, w);
@@ -95,7 +95,7 @@ __device__ __forceinline__ void copy_first_tiles_around_wait(const DecodeAttenti
   if (before_wait) prologue();
   const RopeLane<kHeadDim> rope = rope_lane<kHeadDim>(p, w, lane);
   wait_for_producer();
-  if (p.rope.qkv != nullptr) fused_rope<kHeadDim, kFp8>(p, w, rope, q_stage, warp, lane);
+  if (p.fuse_rope) fused_rope<kHeadDim, kFp8>(p, w, rope, q_stage, warp, lane);
   if (!before_wait) prologue();
 }
 

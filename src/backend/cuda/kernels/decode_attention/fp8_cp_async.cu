@@ -1,14 +1,14 @@
-// Decode attention over the fp8 KV cache: decode_attention.cu's blocks (split-KV, GQA group on tensor cores, in-kernel
+// Decode attention over the fp8 KV cache: cp_async.cu's blocks (split-KV, GQA group on tensor cores, in-kernel
 // merge) reading E4M3 tiles and their scales, half the bytes of bf16, through a cp.async ring. Each warp builds its
 // tensor-core fragments straight from the ring's bytes with its 16 keys as the m16 rows of the products
-// (decode_attention_fp8_fragments.cuh), so a head_dim 128 block needs 49.5 KB of shared memory and four blocks (16
+// (fp8_fragments.cuh), so a head_dim 128 block needs 49.5 KB of shared memory and four blocks (16
 // warps) share a Hopper SM. The pages of a tile's rows are looked up one iteration before its copies start, by a
 // cursor stepped from tile to tile (no division per row). docs/CUDA_DESIGN.md, "Decode attention: the family", says
 // why and what it reaches.
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -86,7 +86,7 @@ struct CacheVectors {
 // block sizes are multiples of 16; zero-filled past `end`, stale within a chunk that `end` cuts).
 template <int kHeadDim>
 __device__ __forceinline__ void load_tile(uint8_t* k_tile, uint8_t* v_tile, float* k_scales, float* v_scales,
-                                          const DecodeAttentionParams& p, CacheVectors vectors,
+                                          const DecodeAttentionArgs& p, CacheVectors vectors,
                                           const TilePages<kHeadDim>& pages) {
   using Pages = TilePages<kHeadDim>;
   const int chunk = threadIdx.x % Pages::kChunks;
@@ -106,17 +106,17 @@ __device__ __forceinline__ void load_tile(uint8_t* k_tile, uint8_t* v_tile, floa
   }
 }
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel; one barrier per tile. kHeadBlocks: n8
-// blocks of query heads (fp8_head_blocks of the GQA group).
+// grid (num_splits, num_kv_heads, num_decode), as cp_async.cu's decode_attention_kernel; one barrier per tile.
+// kHeadBlocks: n8 blocks of query heads (fp8_head_blocks of the GQA group).
 template <int kHeadDim, int kHeadBlocks>
 __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
-    decode_attention_fp8_kernel(DecodeAttentionParams p) {
+    decode_attention_fp8_kernel(DecodeAttentionArgs p) {
   using Layout = Fp8Layout<kHeadDim>;
   allow_dependents();
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
 
   extern __shared__ __align__(16) unsigned char shared_raw[];
   uint8_t* ring = shared_raw;
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 
   // Prologue: tiles [0, kFp8Stages - 1), one cp.async group each, and the pages of the next tile to load; before
   // waiting for the previous kernel unless one of them holds the current token (current_token_tile), whose K/V the
-  // fused QK-norm/RoPE (p.rope set) writes after the wait.
+  // fused QK-norm/RoPE (p.fuse_rope) writes after the wait.
   TilePages<kHeadDim> pages;
   const auto prologue = [&] {
     pages = look_up_next(0);
@@ -186,9 +186,9 @@ __global__ void __launch_bounds__(kThreads, Fp8Layout<kHeadDim>::kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8(const DecodeAttentionParams& params, const KernelStream& stream) {
-  QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
-               params.v_scales != nullptr && params.block_size % 16 == 0);
+void launch_decode_attention_fp8(const DecodeAttentionArgs& params, const KernelStream& stream) {
+  QINFER_CHECK(params.kv_dtype == KvCacheDtype::kFp8E4m3 && params.block_size % 16 == 0,
+               "the fp8 decode attention kernel reads an fp8 cache of blocks of a multiple of 16 tokens");
   if (params.num_decode == 0) return;
   const bool one_head_block = fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1;
   with_head_dim(params.head_dim, [&](auto dim) {

@@ -1,5 +1,5 @@
 // The parts of a decode attention block that do not depend on how K/V tiles reach shared memory, shared by the
-// cp.async kernel (decode_attention.cu) and the Hopper bulk-tensor-copy kernel (decode_attention_sm90.cu): the GQA
+// cp.async kernel (cp_async.cu) and the Hopper bulk-tensor-copy kernel (bulk_copy_sm90.cu): the GQA
 // group's query fragments, one 64-token tile of scores and P·V on tensor cores with the online softmax, and the end of
 // a block (its four warps merged, the result or split partial stored, the splits merged by the last block to arrive).
 #pragma once
@@ -9,26 +9,14 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
+#include "backend/cuda/kernels/decode_attention/geometry.h"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda::decode_block {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-constexpr int kTileTokens = 64;                  // keys per shared-memory tile: 16 per warp
-constexpr int kStages = 3;                       // K/V tiles in shared memory: the one computed and two in flight
-constexpr int kGroupRows = 16;                   // query heads of a GQA group padded to one m16 tile
-constexpr int kWarpKeys = kTileTokens / kWarps;  // 16 keys of a tile per warp
 constexpr float kLog2e = 1.4426950408889634f;
-
-// Bytes of the K/V tile ring: [kRingStages][K|V][kTileTokens][kHeadDim] bf16 (the bulk-copy kernel also runs with a
-// 2-stage ring, kBulkCopyTwoStage).
-template <int kHeadDim, int kRingStages = kStages>
-constexpr int ring_bytes() {
-  return kRingStages * 2 * kTileTokens * kHeadDim * 2;
-}
 
 __device__ __forceinline__ float rescale_factor(float old_max, float new_max) {
   return old_max == -INFINITY ? 0.0f : exp2f(old_max - new_max);
@@ -37,7 +25,7 @@ __device__ __forceinline__ float rescale_factor(float old_max, float new_max) {
 // The splits of a decode sequence of `context` keys that hold keys: its context over tokens_per_split, at least 1.
 // Splits past them (a batch is planned for its longest context, or a decode graph for its context bucket) have
 // nothing to do.
-__device__ __forceinline__ int active_splits(const DecodeAttentionParams& p, int context) {
+__device__ __forceinline__ int active_splits(const DecodeAttentionArgs& p, int context) {
   return max(1, min(p.num_splits, (context + p.tokens_per_split - 1) / p.tokens_per_split));
 }
 
@@ -51,7 +39,7 @@ struct BlockWork {
   __device__ bool idle() const { return split >= splits; }
 };
 
-__device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) {
+__device__ __forceinline__ BlockWork block_work(const DecodeAttentionArgs& p) {
   BlockWork w;
   w.split = blockIdx.x;
   w.kv_head = blockIdx.y;
@@ -71,20 +59,20 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionParams& p) 
 // block's split does not hold it. The previous kernel (QK-norm/RoPE) or the block's fused QK-norm/RoPE writes that
 // token's K/V, so its tile is copied after the wait; no kernel of the step writes the keys before it, and the block's
 // plan comes from the host, so the kernels copy their other first tiles before waiting for the previous kernel.
-__device__ __forceinline__ int current_token_tile(const DecodeAttentionParams& p, const BlockWork& w) {
+__device__ __forceinline__ int current_token_tile(const DecodeAttentionArgs& p, const BlockWork& w) {
   const int current = p.context_lens[w.seq] - 1;
   return current >= w.begin && current < w.end ? (current - w.begin) / kTileTokens : -1;
 }
 
 // The block's GQA group of query heads: [group][kHeadDim] of its decode token in p.q.
 template <int kHeadDim>
-__device__ __forceinline__ const __nv_bfloat16* group_query(const DecodeAttentionParams& p, const BlockWork& w) {
+__device__ __forceinline__ const __nv_bfloat16* group_query(const DecodeAttentionArgs& p, const BlockWork& w) {
   return p.q + (static_cast<int64_t>(w.q_row) * p.num_heads + w.kv_head * w.group) * kHeadDim;
 }
 
 // Vector (page slot) of `key` of this block's KV head in a pool viewed as [num_blocks * num_kv_heads * block_size]
 // vectors of head_dim elements (the K/V pools) or of one scale (the fp8 scale pools).
-__device__ __forceinline__ int64_t cache_vector(const DecodeAttentionParams& p, const BlockWork& w, int key) {
+__device__ __forceinline__ int64_t cache_vector(const DecodeAttentionArgs& p, const BlockWork& w, int key) {
   const int64_t page = w.table[key / p.block_size];
   return (page * p.num_kv_heads + w.kv_head) * p.block_size + key % p.block_size;
 }
@@ -96,7 +84,7 @@ __device__ __forceinline__ int64_t cache_vector(const DecodeAttentionParams& p, 
 // which may write the current token's K/V; it ends with a block barrier), and then `reload(first, current)` loads the
 // current token where this warp holds it. Returns the warp's first key.
 template <typename Load, typename BeforeWait, typename AfterWait, typename Reload>
-__device__ __forceinline__ int load_first_keys_then_wait(const DecodeAttentionParams& p, const BlockWork& w, int warp,
+__device__ __forceinline__ int load_first_keys_then_wait(const DecodeAttentionArgs& p, const BlockWork& w, int warp,
                                                          Load load, BeforeWait before_wait, AfterWait after_wait,
                                                          Reload reload) {
   const int current = p.context_lens[w.seq] - 1;
@@ -123,14 +111,14 @@ __device__ __forceinline__ void over_warp_keys(const BlockWork& w, int warp, int
   }
 }
 
-// Keys per bulk-copy box of the Hopper kernels (decode_attention_sm90.cu, decode_attention_fp8_sm90.cu): block sizes
+// Keys per bulk-copy box of the Hopper kernels (bulk_copy_sm90.cu, fp8_bulk_copy_sm90.cu): block sizes
 // are multiples of 16, so a box never crosses a page.
 constexpr int kBoxTokens = 16;
 
 // The Hopper kernels' box row of 16-key group `group` of tile `tile`, in the pools viewed as
 // [pool_blocks * num_kv_heads * block_size] rows; 0 for a group past the tile's four or at or past `end` (not copied).
 // Rows fit int32 (decode_attention_bulk_copy_available).
-__device__ __forceinline__ int box_row(const DecodeAttentionParams& p, const BlockWork& w, int tile, int group) {
+__device__ __forceinline__ int box_row(const DecodeAttentionArgs& p, const BlockWork& w, int tile, int group) {
   const int token = w.begin + tile * kTileTokens + group * kBoxTokens;
   if (tile >= w.num_tiles || group >= kTileTokens / kBoxTokens || token >= w.end) return 0;
   return static_cast<int>(cache_vector(p, w, token));
@@ -223,7 +211,7 @@ __device__ __forceinline__ void attend_tile(WarpState<kHeadDim>& st, const __nv_
 // batch, not per split (8 measured against 16: docs/CUDA_DESIGN.md, "Decode attention: the split plan"). Idle splits
 // would add weight 0 and a zero output, so leaving them out changes no bit.
 template <int kHeadDim>
-__device__ void merge_group_splits(const DecodeAttentionParams& p, int seq, int first_head, int group, int splits) {
+__device__ void merge_group_splits(const DecodeAttentionArgs& p, int seq, int first_head, int group, int splits) {
   constexpr int kQuads = kHeadDim / 4;
   constexpr int kMergeBatch = 8;
   for (int index = threadIdx.x; index < group * kQuads; index += blockDim.x) {
@@ -283,8 +271,8 @@ __device__ __forceinline__ auto fragment_row_store(const WarpState<kHeadDim>& st
 // `store_row(row, r)` writes this thread's accumulators of its row r (0: lane / 4, 1: lane / 4 + 8) into `row`, the
 // scratch row [kHeadDim]: the kernels place output dims in the accumulators differently.
 template <int kHeadDim, typename StoreRow>
-__device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w, WarpState<kHeadDim>& st,
-                             float* scratch, int scratch_rows, int warp, int lane, StoreRow store_row) {
+__device__ void finish_block(const DecodeAttentionArgs& p, const BlockWork& w, WarpState<kHeadDim>& st, float* scratch,
+                             int scratch_rows, int warp, int lane, StoreRow store_row) {
   __syncthreads();  // all warps are done with the tiles: their space becomes the merge scratch
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -325,7 +313,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
       if (d == 0) p.split_lse[split_index] = sum > 0 ? m + log2f(sum) : -INFINITY;
     }
   }
-  if (w.splits == 1 || p.split_counters == nullptr) return;
+  if (w.splits == 1 || !p.merge_in_kernel) return;
 
   // Last block of this (sequence, KV head) to finish merges its active splits (threadFenceReduction pattern).
   __shared__ bool merges;
@@ -345,7 +333,7 @@ __device__ void finish_block(const DecodeAttentionParams& p, const BlockWork& w,
 // Launches one of the decode attention kernels, `kernel(params)`, over grid (num_splits, num_kv_heads, num_decode) of
 // `p` with `shared_bytes` of dynamic shared memory and the carveout set for as many resident blocks as it allows.
 template <typename Params>
-void launch_decode_blocks(void (*kernel)(Params), const DecodeAttentionParams& p, int shared_bytes,
+void launch_decode_blocks(void (*kernel)(Params), const DecodeAttentionArgs& p, int shared_bytes,
                           const KernelStream& stream, const Params& params) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
   CUDA_CHECK(

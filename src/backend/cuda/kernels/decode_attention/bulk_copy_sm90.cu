@@ -1,4 +1,4 @@
-// Hopper decode attention: the blocks of decode_attention.cu (split-KV, GQA group on tensor cores, in-kernel merge),
+// Hopper decode attention: the blocks of cp_async.cu (split-KV, GQA group on tensor cores, in-kernel merge),
 // with K/V tiles brought into shared memory by the bulk tensor copy engine instead of per-thread cp.async. Two tensor
 // maps view the paged K and V pools as [pool_blocks * num_kv_heads * block_size rows][head_dim]; one box is 16 keys of
 // one cache block by 64 dims, landed 128-byte-swizzled, so a 64-key tile of one KV head is 4 page lookups and
@@ -10,9 +10,9 @@
 #include <limits>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
@@ -32,7 +32,7 @@ constexpr int kAlignSlack = 1024;  // the ring starts at a 1024-byte boundary, w
 struct BulkCopyParams {
   CUtensorMap k_map;  // k_cache as [pool_blocks * num_kv_heads * block_size][head_dim], boxes kBoxTokens x kBoxDims
   CUtensorMap v_map;  // v_cache, the same
-  DecodeAttentionParams attention;
+  DecodeAttentionArgs attention;
 };
 
 template <int kHeadDim, int kRingStages>
@@ -67,13 +67,13 @@ __device__ __forceinline__ void zero_v_rows_past_end(unsigned char* v_tile, int 
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Tile t goes to stage t % kRingStages; after
-// the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kRingStages - 1, so kRingStages - 1
-// tiles are in flight while one is computed: 3 stages at 2 blocks per SM (4 tiles in flight per SM), or 2 stages at 3
-// blocks per SM (3 tiles, but splits planned 1.5 times finer, which wins where a batch fills one wave: kAuto's
-// kBulkCopyTwoStage). Each stage's mbarrier completes when all its boxes have landed. The first tiles are issued
-// before waiting for the previous kernel, except the one holding the current token (current_token_tile), issued
-// after the wait and, with p.rope set, after this block's fused QK-norm/RoPE wrote that token's K/V.
+// grid (num_splits, num_kv_heads, num_decode), as cp_async.cu's decode_attention_kernel. Tile t goes to stage t %
+// kRingStages; after the barrier that ends tile t - 1 (whose stage it reuses) warp 0 issues tile t + kRingStages - 1,
+// so kRingStages - 1 tiles are in flight while one is computed: 3 stages at 2 blocks per SM (4 tiles in flight per SM),
+// or 2 stages at 3 blocks per SM (3 tiles, but splits planned 1.5 times finer, which wins where a batch fills one wave:
+// kAuto's kBulkCopyTwoStage). Each stage's mbarrier completes when all its boxes have landed. The first tiles are
+// issued before waiting for the previous kernel, except the one holding the current token (current_token_tile), issued
+// after the wait and, with p.fuse_rope, after this block's fused QK-norm/RoPE wrote that token's K/V.
 template <int kHeadDim, int kRingStages>
 __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
     decode_attention_bulk_copy_kernel(const __grid_constant__ BulkCopyParams params) {
@@ -81,11 +81,11 @@ __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
   constexpr int kSlabs = kHeadDim / kBoxDims;
   constexpr int kTileBytes = kTileTokens * kHeadDim * 2;  // one K or V tile
   constexpr int kBoxBytes = kBoxTokens * kBoxDims * 2;
-  const DecodeAttentionParams& p = params.attention;
+  const DecodeAttentionArgs& p = params.attention;
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
 
   __shared__ uint64_t full[kRingStages];
   extern __shared__ unsigned char shared_raw[];
@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kThreads, kRingStages == 2 ? 3 : 2)
 }
 
 // The tensor map of one pool: rows of head_dim bf16, boxes of kBoxTokens rows by kBoxDims, 128-byte swizzle.
-CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionParams& p) {
+CUtensorMap pool_tensor_map(const __nv_bfloat16* cache, const DecodeAttentionArgs& p) {
   static_assert(kBoxDims == 64, "make_bf16_tensor_map_swizzle128 boxes are 64 columns wide");
   return make_bf16_tensor_map_swizzle128(cache, p.pool_blocks * p.num_kv_heads * p.block_size, p.head_dim, kBoxTokens);
 }
@@ -188,12 +188,11 @@ bool decode_attention_bulk_copy_available(const DecodeAttentionParams& p, const 
          aligned(p.v_fp8) && aligned(p.k_scales) && aligned(p.v_scales);
 }
 
-void launch_decode_attention_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream,
-                                       int ring_stages) {
+void launch_decode_attention_bulk_copy(const DecodeAttentionArgs& params, const KernelStream& stream, int ring_stages) {
   QINFER_CHECK(decode_attention_bulk_copy_available(params, stream.device),
                "the bulk-copy decode attention needs the sm_90a kernels on a compute 9.0 device, pool_blocks and a "
                "block size that is a multiple of 16");
-  QINFER_CHECK(params.k_fp8 == nullptr, "the bulk-copy decode attention kernel reads a bf16 cache");
+  QINFER_CHECK(params.kv_dtype == KvCacheDtype::kBf16, "the bulk-copy decode attention kernel reads a bf16 cache");
   QINFER_CHECK(ring_stages == 2 || ring_stages == kStages,
                "the bulk-copy decode attention runs a ring of 2 or 3 tiles");
   if (params.num_decode == 0) return;

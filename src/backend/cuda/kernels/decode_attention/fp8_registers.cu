@@ -1,17 +1,17 @@
 // Decode attention over an fp8 cache for small batches with K/V in registers: the fp8 kernels' warp step
 // (attend_fp8_keys: fragments built straight from the E4M3 bytes, scales folded into scores and probabilities) fed
 // from the paged cache by each thread's own 16-byte loads instead of a shared-memory ring, for the reasons of
-// decode_attention_registers.cu: no max-shared carveout to switch the SMs to, and the first tile loaded before waiting
+// registers.cu: no max-shared carveout to switch the SMs to, and the first tile loaded before waiting
 // for the QK-norm/RoPE/cache-write kernel (which writes only the current token's K/V and scales).
 #include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_tile.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 
@@ -54,7 +54,7 @@ __device__ __forceinline__ void load_words(const uint8_t* row, int offset, uint3
 // Loads this thread's bytes of keys first + [0, 16) that are below `limit` (others zero: V codes past the context
 // must not be NaN, since probability 0 times NaN is NaN), or with `only` >= 0 only those of key `only`.
 template <int kHeadDim>
-__device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
+__device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, const DecodeAttentionArgs& p,
                                               const BlockWork& w, int first, int limit, int only, int lane) {
   const int row = lane / 4, quad = lane % 4;
 #pragma unroll
@@ -72,17 +72,17 @@ __device__ __forceinline__ void load_fp8_keys(Fp8KeyRegisters<kHeadDim>& regs, c
   }
 }
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Dynamic shared memory: the warps' hand-over
-// and merge scratch (fp8_registers_shared_bytes).
+// grid (num_splits, num_kv_heads, num_decode), as cp_async.cu's decode_attention_kernel. Dynamic shared memory: the
+// warps' hand-over and merge scratch (fp8_registers_shared_bytes).
 template <int kHeadDim, int kHeadBlocks>
-__global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kernel(DecodeAttentionParams p) {
+__global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kernel(DecodeAttentionArgs p) {
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   extern __shared__ __align__(16) float scratch[];
   // The fused RoPE stages the group's query heads in the scratch, which is free until the hand-over.
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
   Fp8KeyRegisters<kHeadDim> regs;
   RopeLane<kHeadDim> rope{};
   const int first = load_first_keys_then_wait(
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_fp8_registers_kerne
       },
       [&](int from, int current) { load_fp8_keys<kHeadDim>(regs, p, w, from, w.end, current, lane); });
 
-  // Only now may o_proj launch (as in decode_attention_registers.cu; graph_cache.h,
+  // Only now may o_proj launch (as in registers.cu; graph_cache.h,
   // GraphNodeRole::kRegisterDecodeAttention).
   allow_dependents();
   Fp8WarpState<kHeadDim, kHeadBlocks> st;
@@ -138,8 +138,8 @@ int fp8_registers_shared_bytes(int group) {
 
 }  // namespace
 
-void launch_decode_attention_fp8_registers(const DecodeAttentionParams& p, const KernelStream& stream) {
-  QINFER_CHECK(p.k_fp8 != nullptr, "the fp8 register decode attention kernel reads an fp8 cache");
+void launch_decode_attention_fp8_registers(const DecodeAttentionArgs& p, const KernelStream& stream) {
+  QINFER_CHECK(p.kv_dtype == KvCacheDtype::kFp8E4m3, "the fp8 register decode attention kernel reads an fp8 cache");
   if (p.num_decode == 0) return;
   const int group = p.num_heads / p.num_kv_heads;
   with_head_dim(p.head_dim, [&](auto dim) {

@@ -1,6 +1,6 @@
-// Hopper decode attention over the fp8 KV cache (head_dim 128): the blocks of decode_attention_fp8.cu (split-KV, GQA
+// Hopper decode attention over the fp8 KV cache (head_dim 128): the blocks of fp8_cp_async.cu (split-KV, GQA
 // group on tensor cores, fragments built straight from the E4M3 bytes by attend_fp8_tile, in-kernel merge) with tiles
-// brought into shared memory by the bulk tensor copy engine, as decode_attention_sm90.cu does for bf16, instead of
+// brought into shared memory by the bulk tensor copy engine, as bulk_copy_sm90.cu does for bf16, instead of
 // 1 024 per-thread cp.async copies with 64-bit paged addresses per tile. Two uint8 tensor maps view the K and V pools
 // as [pool_blocks * num_kv_heads * block_size rows][128 bytes]; one box is the 16 keys of one page, landed with the
 // 128-byte swizzle, which puts 16-byte chunk c of tile row r at chunk c ^ (r % 8): exactly fp8_chunk_offset<128>, the
@@ -13,10 +13,10 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_fragments.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_fragments.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -58,7 +58,7 @@ struct BulkLayout {
 struct Fp8BulkCopyParams {
   CUtensorMap k_map;  // k_fp8 as [pool_blocks * num_kv_heads * block_size][128] bytes, boxes kBoxTokens rows
   CUtensorMap v_map;  // v_fp8, the same
-  DecodeAttentionParams attention;
+  DecodeAttentionArgs attention;
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -91,11 +91,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
   using Layout = BulkLayout;
   constexpr int kBoxBytes = kBoxTokens * kHeadDim;
   constexpr int kScaleBoxBytes = kBoxTokens * 4;
-  const DecodeAttentionParams& p = params.attention;
+  const DecodeAttentionArgs& p = params.attention;
   const CUtensorMap* k_map = &params.k_map;  // copies read the maps in parameter memory
   const CUtensorMap* v_map = &params.v_map;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
 
   __shared__ uint64_t full[kBulkStages];
   extern __shared__ unsigned char shared_raw[];
@@ -175,9 +175,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 
 }  // namespace
 
-void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, const KernelStream& stream) {
-  QINFER_CHECK(params.k_fp8 != nullptr && params.v_fp8 != nullptr && params.k_scales != nullptr &&
-                   params.v_scales != nullptr && params.head_dim == kHeadDim &&
+void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionArgs& params, const KernelStream& stream) {
+  QINFER_CHECK(params.kv_dtype == KvCacheDtype::kFp8E4m3 && params.head_dim == kHeadDim &&
                    fp8_head_blocks(params.num_heads / params.num_kv_heads) == 1 &&
                    decode_attention_bulk_copy_available(params, stream.device),
                "the fp8 bulk-copy decode attention needs an fp8 cache with head_dim 128, GQA groups of at most 8, "
@@ -188,7 +187,7 @@ void launch_decode_attention_fp8_bulk_copy(const DecodeAttentionParams& params, 
   bulk.k_map = make_u8_tensor_map_swizzle128(params.k_fp8, rows, kBoxTokens);
   bulk.v_map = make_u8_tensor_map_swizzle128(params.v_fp8, rows, kBoxTokens);
   bulk.attention = params;
-  const int shared = BulkLayout::kSharedBytes + (params.rope.qkv != nullptr ? BulkLayout::kQueryBytes : 0);
+  const int shared = BulkLayout::kSharedBytes + (params.fuse_rope ? BulkLayout::kQueryBytes : 0);
   launch_decode_blocks(decode_attention_fp8_bulk_copy_kernel, params, shared, stream, bulk);
 }
 

@@ -1,4 +1,4 @@
-// Decode attention for small batches with K/V in registers: the blocks of decode_attention.cu (split-KV, GQA group as
+// Decode attention for small batches with K/V in registers: the blocks of cp_async.cu (split-KV, GQA group as
 // the rows of an m16 tensor-core tile, 64-key tiles of which each warp owns 16 keys, in-kernel split merge), but each
 // thread loads its share of K and V from the paged cache straight into the registers its mma fragments need, without
 // a shared-memory tile ring. Two reasons, both about the batch-1 decode chain (docs/CUDA_DESIGN.md, "Decode
@@ -20,9 +20,9 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_check.h"
-#include "backend/cuda/kernels/decode_attention.h"
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fused_rope.cuh"
+#include "backend/cuda/kernels/decode_attention/launchers.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/pdl.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
@@ -44,7 +44,7 @@ struct KeyRegisters {
 
 // Row `key` of one KV head in a paged pool [num_blocks, num_kv_heads, block_size, kHeadDim], as 16-byte vectors.
 template <int kHeadDim>
-__device__ __forceinline__ const uint4* cache_row(const __nv_bfloat16* pool, const DecodeAttentionParams& p,
+__device__ __forceinline__ const uint4* cache_row(const __nv_bfloat16* pool, const DecodeAttentionArgs& p,
                                                   const BlockWork& w, int key) {
   return reinterpret_cast<const uint4*>(pool + cache_vector(p, w, key) * kHeadDim);
 }
@@ -55,7 +55,7 @@ __device__ __forceinline__ int v_key(int slot, int c) { return 2 * c + (slot & 1
 // must be finite, since probability 0 times NaN is NaN), or with `only` >= 0 only those of key `only`. Loads go
 // through L2 only (no L1 line can be stale, and every load instruction of a warp reads whole 32-byte sectors).
 template <int kHeadDim>
-__device__ __forceinline__ void load_keys(KeyRegisters<kHeadDim>& regs, const DecodeAttentionParams& p,
+__device__ __forceinline__ void load_keys(KeyRegisters<kHeadDim>& regs, const DecodeAttentionArgs& p,
                                           const BlockWork& w, int first, int limit, int only, int lane) {
   const int g = lane / 4, c = lane % 4;
 #pragma unroll
@@ -150,10 +150,10 @@ __device__ __forceinline__ void attend_keys(WarpState<kHeadDim>& st, const KeyRe
     }
 }
 
-// grid (num_splits, num_kv_heads, num_decode), as decode_attention_kernel. Dynamic shared memory: the warps' merge
-// scratch, [kWarps][group][kHeadDim] fp32.
+// grid (num_splits, num_kv_heads, num_decode), as cp_async.cu's decode_attention_kernel. Dynamic shared memory: the
+// warps' merge scratch, [kWarps][group][kHeadDim] fp32.
 template <int kHeadDim>
-__global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(DecodeAttentionParams p) {
+__global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(DecodeAttentionArgs p) {
   const BlockWork w = block_work(p);
   if (w.idle()) return;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
   // until the merge.
   __nv_bfloat16* q_stage = reinterpret_cast<__nv_bfloat16*>(scratch);
   __nv_bfloat16* current_stage = q_stage + w.group * kHeadDim;
-  const bool fused = p.rope.qkv != nullptr;
+  const bool fused = p.fuse_rope;
   KeyRegisters<kHeadDim> regs;
   RopeLane<kHeadDim> rope{};
   const int first = load_first_keys_then_wait(
@@ -207,8 +207,8 @@ __global__ void __launch_bounds__(kThreads) decode_attention_registers_kernel(De
 
 }  // namespace
 
-void launch_decode_attention_registers(const DecodeAttentionParams& p, const KernelStream& stream) {
-  QINFER_CHECK(p.k_fp8 == nullptr, "the register decode attention kernel reads a bf16 cache");
+void launch_decode_attention_registers(const DecodeAttentionArgs& p, const KernelStream& stream) {
+  QINFER_CHECK(p.kv_dtype == KvCacheDtype::kBf16, "the register decode attention kernel reads a bf16 cache");
   if (p.num_decode == 0) return;
   const int shared_bytes = kWarps * (p.num_heads / p.num_kv_heads) * p.head_dim * 4;  // 32 KB at most (group 16)
   with_head_dim(p.head_dim, [&](auto dim) {

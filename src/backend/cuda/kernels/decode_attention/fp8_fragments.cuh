@@ -1,4 +1,4 @@
-// The per-warp tile step of the fp8 decode attention (decode_attention_fp8.cu): tensor-core fragments built straight
+// The per-warp tile step of the fp8 decode attention (fp8_cp_async.cu): tensor-core fragments built straight
 // from the E4M3 bytes of the tile ring, with no staging pass through shared memory, and the products taken
 // transposed so that the warp's 16 keys, not the GQA group's few query heads, are the m16 rows:
 // - Sᵀ = K·Qᵀ: A = 16 keys x 16 head dims, B = 16 dims x 8 query heads (one n8 block per 8 heads of the group), so a
@@ -23,24 +23,11 @@
 
 #include <cstdint>
 
-#include "backend/cuda/kernels/decode_attention_block.cuh"
-#include "backend/cuda/kernels/decode_attention_fp8_tile.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
+#include "backend/cuda/kernels/decode_attention/fp8_tile.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda::decode_block {
-
-// Shared memory of the fp8 kernel: the fp8 ring [kFp8Stages][K|V][kTileTokens][kHeadDim] bytes (16-byte chunks
-// swizzled by fp8_chunk_offset) and the scale ring [kFp8Stages][K|V][kTileTokens] fp32. No staging tiles, so a
-// head_dim 128 block takes 49.5 KB and four blocks fit on an SM (five do not: 228 KB per SM, 1 KB reserved per block).
-template <int kHeadDim>
-struct Fp8Layout {
-  static constexpr int kTileBytes = kTileTokens * kHeadDim;
-  static constexpr int kRingBytes = kFp8Stages * 2 * kTileBytes;
-  static constexpr int kScaleBytes = kFp8Stages * 2 * kTileTokens * 4;
-  static constexpr int kSharedBytes = kRingBytes + kScaleBytes;
-  static constexpr int kBlocksPerSm = 4;  // its __launch_bounds__: at most 128 registers per thread
-  static_assert(kWarps * kGroupRows * kHeadDim * 4 <= kRingBytes, "finish_block's merge scratch must fit in the ring");
-};
 
 // Byte offset of 16-byte chunk `chunk` of key `row` in a K or V tile: the chunk index XOR-ed with the row, so that the
 // fragment loads below (8 lanes reading 16 bytes each from different rows and chunks) hit distinct banks.
@@ -145,7 +132,7 @@ __device__ __forceinline__ void load_key_words(const uint8_t* tile, int row, int
 // One warp's step over its 16 keys with the operands built straight from E4M3 bytes: Sᵀ = code_k · Qᵀ (scores in
 // fp8_code_unit() units; the caller folds the unit into scale_log2 and the final V-reference multiplication),
 // probabilities with the K scale on the scores and the V scale on the probabilities (fp8_probabilities,
-// decode_attention_fp8_tile.cuh), Oᵀ += code_vᵀ · Pᵀ in the output_dim row order. A lane's A rows are the warp's keys
+// fp8_tile.cuh), Oᵀ += code_vᵀ · Pᵀ in the output_dim row order. A lane's A rows are the warp's keys
 // lane / 4 and lane / 4 + 8 (`first_key`: the first one's position in the sequence). Where the bytes come from:
 // - key_words(half, first_step, words[4]): 16 bytes of key lane / 4 + 8 * half, from byte
 //   (lane % 4) * kHeadDim / 4 + first_step * 4 of its row (first_step a multiple of 4);

@@ -1,6 +1,6 @@
-// Parts of the fp8-cache decode attention (decode_attention_fp8.cu) besides its fragments: the ring depth, a warp's
-// state and the scores-to-probabilities step with the scales folded in where they cost least (a key's K scale
-// multiplies its score, its V scale its probability).
+// Parts of the fp8-cache decode attention (fp8_cp_async.cu) besides its fragments (its ring depth is in
+// geometry.h): a warp's state and the scores-to-probabilities step with the scales folded in where they cost least (a
+// key's K scale multiplies its score, its V scale its probability).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -8,26 +8,15 @@
 
 #include <cstdint>
 
-#include "backend/cuda/kernels/decode_attention_block.cuh"
+#include "backend/cuda/kernels/decode_attention/block.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 
 namespace qinfer::cuda::decode_block {
 
-// Three stages keep a block at 49.5 KB of shared memory (head_dim 128, Fp8Layout), so four blocks fit on an SM
-// (docs/CUDA_DESIGN.md, "Decode attention: which kernel").
-constexpr int kFp8Stages = 3;
 // A warp's running maximum of a head is raised (and O rescaled) only when a tile's maximum exceeds it by more than
 // this (log2 units): probabilities then stay below 2^8, far inside fp16, and the result is the same up to rounding,
 // since sums and O are kept relative to whichever maximum is held.
 constexpr float kRescaleThreshold = 8.0f;
-
-// The query heads of a GQA group as n8 blocks of the transposed products (decode_attention_fp8_fragments.cuh).
-constexpr int fp8_head_blocks(int group) { return group <= 8 ? 1 : 2; }
-
-// Resident blocks per SM of the Hopper fp8 kernel (decode_attention_fp8_sm90.cu): its __launch_bounds__ and what the
-// split planner counts for it. 4 measured faster than 5 with the same tile step (114 vs 95 registers, neither
-// spilling): 64 x 640 26.6 vs 30.7 µs in one plan; 6 spill (docs/CUDA_DESIGN.md, "Decode attention: which kernel").
-constexpr int kFp8BulkCopyBlocksPerSm = 4;
 
 // One warp's online-softmax state over its keys in the transposed layout: lane holds heads hb * 8 + 2 (lane % 4) +
 // {0, 1} of each head block hb, and rows lane / 4 and lane / 4 + 8 of each Oᵀ m-tile (head dims output_dim).

@@ -12,6 +12,8 @@ set(QINFER_LAYERS
     "chat_template|src/chat_template/|qinfer_chat_template|util"
     "grammar|src/grammar/|qinfer_grammar|tokenizer,util"
     "backend|src/backend/|qinfer_backend_core|model,util"
+    "backend/parallel|src/backend/parallel/|qinfer_backend_parallel|util"
+    "backend/nccl|src/backend/parallel/nccl_communicator|qinfer_backend_nccl|backend/parallel,util"
     "backend/cpu|src/backend/cpu/|qinfer_backend_cpu|backend,model,util"
     "backend/cuda|src/backend/cuda/|qinfer_backend_cuda|backend,model,util"
     "backend/factory|src/backend/factory|qinfer_backend|backend,backend/cpu,backend/cuda,model,util"

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/tensor_parallel_cpu_backend.h"
 #include "backend/factory.h"
+#include "model/online_quantization.h"
 #include "model/tensor_shard.h"
 #include "model/test_model.h"
 #include "testing/batch_test_util.h"
@@ -222,6 +223,22 @@ TEST(TensorParallelCpuBackend, FactoryRefusesSizesThatDoNotDivide) {
   }
   o.tensor_parallel_size = 1;
   EXPECT_EQ(create_backend(model, o)->name(), "cpu");
+}
+
+TEST(TensorParallelCpuBackend, QuantizedLinearsAreRefused) {
+  const LoadedModel dense = make_dummy_model(four_kv_head_config(), 1, nullptr);
+  auto fp8 = std::make_shared<LoadedModel>(quantize_fp8_on_load(dense, nullptr));
+  BackendOptions o;
+  o.device = "cpu";
+  o.max_model_len = 64;
+  o.tensor_parallel_size = 2;
+  try {
+    create_backend(fp8, o);
+    FAIL() << "split an FP8 model";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("dense (bf16/f16/f32) weights only"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TensorParallelCpuBackend, MalformedBatchIsRefusedWithoutEndingTheGroup) {

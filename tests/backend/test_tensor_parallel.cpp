@@ -97,6 +97,27 @@ TEST(TensorShard, SizesThatDoNotDivideAreRefusedNamingTheNumbers) {
   EXPECT_NE(message(odd_mlp, 4).find("intermediate_size 510"), std::string::npos);
 }
 
+// CPU options for the small test models: 2 worker threads, a KV pool of `kv_mib` MiB per rank.
+BackendOptions cpu_options(int max_model_len, int64_t kv_mib, int tensor_parallel_size = 1) {
+  BackendOptions o;
+  o.device = "cpu";
+  o.max_model_len = max_model_len;
+  o.kv_cache_bytes = kv_mib << 20;
+  o.num_threads = 2;
+  o.tensor_parallel_size = tensor_parallel_size;
+  return o;
+}
+
+// The error create_backend throws for `model` split `size` ways; kInternal without a message when it accepts.
+Error backend_error(std::shared_ptr<const LoadedModel> model, int size) {
+  try {
+    create_backend(std::move(model), cpu_options(64, 4, size));
+  } catch (const Error& e) {
+    return e;
+  }
+  return Error(ErrorKind::kInternal, "");
+}
+
 // The unsharded CPU reference and a TensorParallelCpuBackend over the same model and options.
 struct BackendPair {
   std::unique_ptr<Backend> reference, sharded;
@@ -104,11 +125,7 @@ struct BackendPair {
 
 BackendPair make_pair(const ModelConfig& config, int size) {
   auto model = std::make_shared<LoadedModel>(make_dummy_model(config, 11, nullptr));
-  BackendOptions o;
-  o.device = "cpu";
-  o.max_model_len = 256;
-  o.kv_cache_bytes = int64_t{32} << 20;
-  o.num_threads = 2;
+  BackendOptions o = cpu_options(256, 32);
   BackendPair pair;
   pair.reference = create_backend(model, o);
   o.tensor_parallel_size = size;
@@ -183,14 +200,8 @@ TEST(TensorParallelCpuBackend, TwoRanksOfATiedModelEqualTheReference) {
 
 TEST(TensorParallelCpuBackend, EachRankCachesItsOwnKvHeads) {
   auto model = std::make_shared<LoadedModel>(make_dummy_model(four_kv_head_config(), 11, nullptr));
-  BackendOptions o;
-  o.device = "cpu";
-  o.max_model_len = 64;
-  o.kv_cache_bytes = int64_t{4} << 20;
-  o.num_threads = 2;
-  CpuBackend reference(model, o);
-  o.tensor_parallel_size = 2;
-  TensorParallelCpuBackend sharded(model, o);
+  CpuBackend reference(model, cpu_options(64, 4));
+  TensorParallelCpuBackend sharded(model, cpu_options(64, 4, 2));
   EXPECT_EQ(sharded.rank(1).config().num_kv_heads, 2);
   const std::vector<int32_t> table = {0};
   Batch batch;
@@ -211,35 +222,17 @@ TEST(TensorParallelCpuBackend, EachRankCachesItsOwnKvHeads) {
 
 TEST(TensorParallelCpuBackend, FactoryRefusesSizesThatDoNotDivide) {
   auto model = std::make_shared<LoadedModel>(make_dummy_model(test_model_preset("tiny"), 1, nullptr));
-  BackendOptions o;
-  o.device = "cpu";
-  o.max_model_len = 64;
-  o.tensor_parallel_size = 2;  // tiny has one KV head
-  try {
-    create_backend(model, o);
-    FAIL() << "accepted --tensor-parallel-size 2 for one KV head";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("num_key_value_heads 1"), std::string::npos) << e.what();
-  }
-  o.tensor_parallel_size = 1;
-  EXPECT_EQ(create_backend(model, o)->name(), "cpu");
+  const Error error = backend_error(model, 2);  // tiny has one KV head
+  EXPECT_EQ(error.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_NE(std::string(error.what()).find("num_key_value_heads 1"), std::string::npos) << error.what();
+  EXPECT_EQ(create_backend(model, cpu_options(64, 4))->name(), "cpu");
 }
 
 TEST(TensorParallelCpuBackend, QuantizedLinearsAreRefused) {
   const LoadedModel dense = make_dummy_model(four_kv_head_config(), 1, nullptr);
-  auto fp8 = std::make_shared<LoadedModel>(quantize_fp8_on_load(dense, nullptr));
-  BackendOptions o;
-  o.device = "cpu";
-  o.max_model_len = 64;
-  o.tensor_parallel_size = 2;
-  try {
-    create_backend(fp8, o);
-    FAIL() << "split an FP8 model";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("dense (bf16/f16/f32) weights only"), std::string::npos) << e.what();
-  }
+  const Error error = backend_error(std::make_shared<LoadedModel>(quantize_fp8_on_load(dense, nullptr)), 2);
+  EXPECT_EQ(error.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(error.what()).find("dense (bf16/f16/f32) weights only"), std::string::npos) << error.what();
 }
 
 TEST(TensorParallelCpuBackend, MalformedBatchIsRefusedWithoutEndingTheGroup) {

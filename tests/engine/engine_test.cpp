@@ -428,19 +428,6 @@ TEST(Engine, BackendFailureFailsTheBatchAndTheLoopGoesOn) {
   EXPECT_EQ(collect(*ok.stream, 1).tokens[0], reference(next, spec));
 }
 
-TEST(Engine, StatsSayWhyTheBackendCannotRun) {
-  FakeModelSpec spec = fake_model();
-  FakeBackend backend(spec);
-  Engine engine(backend, engine_options());
-  RequestHandle request = engine.submit(greedy_request(tokens_from(1, 10), 5));
-  engine.step();
-  EXPECT_EQ(engine.stats().backend_failure, "");
-  backend.fail_for_good("rank 1: lost its GPU");
-  engine.step();
-  EXPECT_EQ(engine.stats().backend_failure, "rank 1: lost its GPU");  // what /health reports with its 503
-  EXPECT_EQ(collect(*request.stream, 1).finish[0], FinishReason::kError);
-}
-
 TEST(Engine, ThrowingCallbackDoesNotStopTheLoop) {
   FakeModelSpec spec = fake_model();
   FakeBackend backend(spec);

@@ -38,6 +38,7 @@ struct BackendOptions {
   // tuning; empty: time them at every start.
   std::string gemm_tuning_cache_dir;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype
+  int tensor_parallel_size = 1;  // --tensor-parallel-size: ranks the model is split over (docs/TENSOR_PARALLEL.md)
 };
 
 // One sequence's share of a batch. Its tokens occupy positions [num_cached, num_cached + num_tokens).
@@ -111,6 +112,10 @@ class Backend {
   // Whether step() and forward_logits() take sequences with sample_all_positions (speculative verification). A
   // backend without it refuses such batches; the engine then runs without speculation.
   virtual bool supports_multi_position_sampling() const { return false; }
+
+  // Empty while the backend can run steps; once it cannot (a tensor-parallel rank failed), why. Such a backend
+  // refuses every later step; the server's /health then answers 503. Safe to call from any thread.
+  virtual std::string failure() const { return {}; }
 
   // Runs the batch: writes K/V of every token into the blocks given, and returns one result per sequence with
   // `sample` set (one per position with sample_all_positions), in batch order. Blocks of different sequences may be

@@ -117,6 +117,11 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
         o.kv_cache_bytes = *bytes;
       },
       "KV cache size, e.g. 8GiB or 4e9 (CPU default: 2GiB; CUDA default: what --gpu-memory-utilization leaves)");
+  cmd.add_option("--tensor-parallel-size,--num-shard", o.tensor_parallel_size,
+                 "Ranks to split the model over, Megatron-style (must divide the model's KV heads, attention heads and "
+                 "intermediate size): --device cpu runs that many CPU ranks; CUDA runs one GPU (1). vLLM: -tp, TGI: "
+                 "--num-shard")
+      ->capture_default_str();
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
   cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
   o.gemm_tuning_cache_dir = default_qinfer_cache_dir().string();

@@ -51,10 +51,6 @@ std::vector<std::string> expand_origin_lists(const std::vector<std::string>& val
 }
 
 void check_values(const VllmServeFlags& f) {
-  if (f.tensor_parallel_size < 1) invalid("--tensor-parallel-size must be at least 1");
-  if (f.tensor_parallel_size > 1)
-    unsupported("--tensor-parallel-size " + std::to_string(f.tensor_parallel_size) +
-                ": tensor parallelism is not available yet; qinfer runs a model on one GPU (--tensor-parallel-size 1)");
   if (f.tokenizer_mode == "mistral" || f.tokenizer_mode == "custom")
     unsupported("--tokenizer-mode " + f.tokenizer_mode +
                 ": qinfer has one tokenizer, its own byte-level BPE for tokenizer.json (--tokenizer-mode auto)");
@@ -109,11 +105,6 @@ std::string read_text(const std::filesystem::path& path) {
 
 void add_vllm_serve_flags(CLI::App& serve, VllmServeFlags& f, server::ServerOptions& server) {
   serve.add_option("MODEL", f.model, "Model directory or HF repo id, as in `vllm serve MODEL` (same as --model)");
-  serve
-      .add_option(
-          "--tensor-parallel-size,--num-shard", f.tensor_parallel_size,
-          "GPUs to split the model over: 1 (tensor parallelism is not available yet); vLLM: -tp, TGI: --num-shard")
-      ->capture_default_str();
   serve.add_option("--dtype", f.dtype, "vLLM's compute dtype: qinfer always computes in bfloat16 (others warn)")
       ->check(CLI::IsMember({"auto", "half", "float16", "bfloat16", "float", "float32"}))
       ->capture_default_str();

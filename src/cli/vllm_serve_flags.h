@@ -18,7 +18,6 @@ namespace qinfer::cli {
 
 struct VllmServeFlags {
   std::string model;                       // positional MODEL, as in `vllm serve MODEL`
-  int tensor_parallel_size = 1;            // -tp, TGI's --num-shard
   std::string dtype = "auto";              // auto | half | float16 | bfloat16 | float | float32
   std::string tokenizer_mode = "auto";     // auto | hf | slow | mistral | custom
   bool trust_remote_code = false;          // nothing remote ever runs
@@ -36,7 +35,7 @@ struct VllmServeFlags {
 // Adds the flags to `serve`. Flags that only change server options write them directly.
 void add_vllm_serve_flags(CLI::App& serve, VllmServeFlags& flags, server::ServerOptions& server);
 
-// Checks the flags (Error kUnsupported for what qinfer cannot do: tensor parallelism, other tool-call parsers or
+// Checks the flags (Error kUnsupported for what qinfer cannot do: other tool-call parsers or
 // tokenizer modes; kInvalidArgument for conflicts), logs one warning per flag whose vLLM meaning qinfer does not
 // follow, and applies them: the positional model to `model`, --allowed-origins' JSON list and --metrics-compat to
 // `server`. Call once, before anything loads.

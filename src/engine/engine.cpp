@@ -410,6 +410,7 @@ void Engine::publish_stats() {
   stats.backend_seconds = backend_seconds_;
   stats.memory = backend_.memory_plan();
   stats.speculation_active = options_.speculation.enabled();
+  stats.backend_failure = backend_.failure();
   std::lock_guard lock(stats_mutex_);
   stats_ = stats;
 }

@@ -69,8 +69,9 @@ struct EngineStats {
   // engine's host overhead (scheduling, postprocess, streaming), during which a synchronous backend's GPU is idle.
   double step_seconds = 0;
   double backend_seconds = 0;
-  MemoryPlan memory;  // the backend's, fixed once it is loaded
+  MemoryPlan memory;                // the backend's, fixed once it is loaded
   bool speculation_active = false;  // speculative decoding configured and supported by the backend
+  std::string backend_failure;      // Backend::failure(): non-empty once the backend can no longer run steps
 };
 
 class Engine {

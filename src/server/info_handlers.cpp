@@ -72,6 +72,8 @@ void handle_health(ServerState& state, const ModelRuntime* runtime, HttpResponse
   if (!runtime) return write_json(response, 503, {{"status", "loading"}});
   if (state.draining()) return write_json(response, 503, {{"status", "draining"}});
   if (runtime->watchdog && !runtime->watchdog->progressing()) return write_json(response, 503, {{"status", "stalled"}});
+  if (std::string failure = runtime->engine->stats().backend_failure; !failure.empty())
+    return write_json(response, 503, {{"status", "failed"}, {"error", failure}});
   write_json(response, 200, {{"status", "ok"}});
 }
 

@@ -83,8 +83,6 @@ TEST(FlagErrors, ExitTwoWithQinferErrorAndASuggestion) {
 
 TEST(FlagErrors, UnsupportedValuesExitFiveNamingTheAlternative) {
   for (const auto& [args, expected] : std::vector<std::pair<std::string, std::string>>{
-           {"serve -tp 2", "tensor parallelism is not available yet"},
-           {"serve --num-shard 4", "tensor parallelism is not available yet"},
            {"serve --tool-call-parser qwen3_coder", "(--tool-call-parser hermes)"},
            {"serve --tokenizer-mode mistral", "(--tokenizer-mode auto)"},
        }) {

@@ -87,7 +87,18 @@ KvCacheShape FakeBackend::kv_cache() const {
   return {spec_.num_blocks, spec_.block_size, int64_t{spec_.num_blocks} * spec_.block_size * 8};
 }
 
+void FakeBackend::fail_for_good(const std::string& reason) {
+  std::lock_guard lock(failure_mutex_);
+  failure_ = reason;
+}
+
+std::string FakeBackend::failure() const {
+  std::lock_guard lock(failure_mutex_);
+  return failure_;
+}
+
 std::vector<SampleResult> FakeBackend::step(const Batch& batch) {
+  if (std::string reason = failure(); !reason.empty()) throw Error(ErrorKind::kUnavailable, "fake backend: " + reason);
   if (fail_next_step_) {
     fail_next_step_ = false;
     throw Error(ErrorKind::kInternal, "fake backend: injected failure");

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -51,6 +53,9 @@ class FakeBackend final : public Backend {
   std::vector<float> forward_logits(const Batch& batch) override;
 
   void fail_next_step() { fail_next_step_ = true; }
+  // From now on every step throws and failure() says `reason` (a backend that lost a tensor-parallel rank).
+  void fail_for_good(const std::string& reason);
+  std::string failure() const override;
   int64_t num_steps() const { return num_steps_; }
   int32_t max_batch_sequences() const { return max_batch_sequences_; }
 
@@ -60,6 +65,8 @@ class FakeBackend final : public Backend {
   std::vector<uint64_t> slot_hash_;  // [num_blocks * block_size]: prefix hash ending at the slot's position
   std::vector<uint8_t> slot_written_;
   bool fail_next_step_ = false;
+  mutable std::mutex failure_mutex_;
+  std::string failure_;
   int64_t num_steps_ = 0;
   int32_t max_batch_sequences_ = 0;
 };

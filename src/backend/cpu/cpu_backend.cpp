@@ -35,8 +35,9 @@ int64_t activation_bytes(const ModelConfig& c, int64_t tokens, int64_t samples) 
 
 }  // namespace
 
-CpuBackend::CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
-    : model_(std::move(model)), pool_(options.num_threads) {
+CpuBackend::CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options,
+                       std::optional<CpuTensorParallelRank> rank)
+    : model_(std::move(model)), pool_(options.num_threads), rank_(rank) {
   const ModelConfig& c = model_->config;
   if (options.block_size <= 0 || options.block_size > 1024)
     throw Error(ErrorKind::kInvalidArgument,
@@ -137,8 +138,7 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
     for (int i = 0; i < s.num_tokens; ++i) positions.push_back(static_cast<int64_t>(s.num_cached) + i);
 
   std::vector<float> x(sz(n, h));  // [n, hidden] residual stream
-  for (int t = 0; t < n; ++t)
-    cpu::load_weight_row(w.embed_tokens, batch.token_ids[static_cast<size_t>(t)], &x[sz(t, h)]);
+  embed(batch.token_ids, x.data());
 
   std::vector<float> normed(sz(n, h)), q(sz(n, qw)), k(sz(n, kvw)), v(sz(n, kvw)), attn(sz(n, qw)), proj(sz(n, h));
   std::vector<float> gate(sz(n, ff)), up(sz(n, ff));
@@ -160,6 +160,7 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
     write_kv(batch, l, k.data(), v.data());
     attention_layer(batch, l, positions, q.data(), attn.data());
     cpu::linear(pool_, attn.data(), n, lw.o_proj, proj.data());
+    reduce_partial(proj);
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
 
     cpu::rms_norm(x.data(), lw.post_attn_norm, n, h, eps, normed.data());
@@ -167,6 +168,7 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
     cpu::linear(pool_, normed.data(), n, lw.up_proj, up.data());
     cpu::swiglu(gate.data(), up.data(), static_cast<int64_t>(gate.size()), gate.data());
     cpu::linear(pool_, gate.data(), n, lw.down_proj, proj.data());
+    reduce_partial(proj);
     for (size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
   }
 
@@ -181,8 +183,44 @@ std::vector<float> CpuBackend::forward_logits(const Batch& batch) {
   }
   const int num_sampled = static_cast<int>(last.size() / static_cast<size_t>(h));
   cpu::rms_norm(last.data(), w.final_norm, num_sampled, h, eps, last.data());
-  std::vector<float> logits(sz(num_sampled, c.vocab_size));
-  cpu::linear(pool_, last.data(), num_sampled, w.lm_head, logits.data());
+  return lm_head_logits(last, num_sampled);
+}
+
+void CpuBackend::embed(std::span<const int32_t> token_ids, float* x) {
+  const TensorView& table = model_->weights.embed_tokens;
+  const size_t h = static_cast<size_t>(model_->config.hidden_size);
+  for (size_t t = 0; t < token_ids.size(); ++t) {
+    const int64_t row = rank_ ? token_ids[t] - rank_->spec.vocab_begin() : token_ids[t];
+    if (row >= 0 && row < table.shape[0])
+      cpu::load_weight_row(table, row, x + t * h);
+    else  // another rank's token: its owner contributes the row to the sum
+      std::fill_n(x + t * h, h, 0.0f);
+  }
+  if (rank_) rank_->communicator->all_reduce_sum(x, token_ids.size() * h, CommDtype::kF32);
+}
+
+void CpuBackend::reduce_partial(std::vector<float>& partial) {
+  if (rank_) rank_->communicator->all_reduce_sum(partial.data(), partial.size(), CommDtype::kF32);
+}
+
+std::vector<float> CpuBackend::lm_head_logits(const std::vector<float>& last, int num_sampled) {
+  const TensorView& lm_head = model_->weights.lm_head;
+  const size_t vocab = static_cast<size_t>(model_->config.vocab_size), samples = static_cast<size_t>(num_sampled);
+  std::vector<float> logits(samples * vocab);
+  if (!rank_) {
+    cpu::linear(pool_, last.data(), num_sampled, lm_head, logits.data());
+    return logits;
+  }
+  const size_t rows = static_cast<size_t>(rank_->spec.vocab_rows), ranks = static_cast<size_t>(rank_->spec.size);
+  std::vector<float> slice(samples * rows);  // [num_sampled, vocab_rows]: this rank's token ids
+  cpu::linear(pool_, last.data(), num_sampled, lm_head, slice.data());
+  std::vector<float> gathered(ranks * samples * rows);  // [ranks, num_sampled, vocab_rows]
+  rank_->communicator->all_gather(slice.data(), gathered.data(), slice.size(), CommDtype::kF32);
+  for (size_t r = 0; r < ranks; ++r) {
+    const size_t first = r * rows, count = std::min(rows, vocab - std::min(vocab, first));  // padding rows dropped
+    for (size_t s = 0; s < samples; ++s)
+      std::copy_n(&gathered[(r * samples + s) * rows], count, &logits[s * vocab + first]);
+  }
   return logits;
 }
 

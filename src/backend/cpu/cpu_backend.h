@@ -4,17 +4,31 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_kv_cache.h"
+#include "backend/parallel/communicator.h"
+#include "model/tensor_shard.h"
 #include "util/thread_pool.h"
 
 namespace qinfer {
 
+// A CpuBackend as one rank of a tensor-parallel group (TensorParallelCpuBackend): its model is the rank's
+// shard_weights, and `communicator` combines the ranks' partial results.
+struct CpuTensorParallelRank {
+  ShardSpec spec;
+  Communicator* communicator = nullptr;  // the rank's, outlives the backend
+};
+
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options);
+  // With `rank`, `model` is the rank's shard and forward_logits() makes the same collective calls on every rank
+  // (from one thread per rank); the KV cache then holds the rank's KV heads only.
+  CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options,
+             std::optional<CpuTensorParallelRank> rank = std::nullopt);
 
   std::string name() const override { return "cpu"; }
   const ModelConfig& config() const override { return model_->config; }
@@ -32,6 +46,13 @@ class CpuBackend final : public Backend {
   void attention_layer(const Batch& batch, int layer, const std::vector<int64_t>& token_positions, const float* q,
                        float* out);
   void write_kv(const Batch& batch, int layer, const float* k, const float* v);
+  // x = [n, hidden]: the embedding rows of `token_ids` (on a rank: summed over the ranks' vocabulary slices).
+  void embed(std::span<const int32_t> token_ids, float* x);
+  // Sums a row-parallel layer's partial output [count] over the ranks, in place; nothing without ranks.
+  void reduce_partial(std::vector<float>& partial);
+  // logits = [num_sampled, vocab] of the final-normed rows `last` [num_sampled, hidden] (on a rank: every rank's
+  // vocabulary slice gathered).
+  std::vector<float> lm_head_logits(const std::vector<float>& last, int num_sampled);
 
   std::shared_ptr<const LoadedModel> model_;
   ThreadPool pool_;
@@ -40,6 +61,7 @@ class CpuBackend final : public Backend {
   MemoryPlan memory_plan_;
   std::unique_ptr<CpuKvCache> kv_cache_;
   std::vector<float> inv_freq_;  // [head_dim / 2]
+  std::optional<CpuTensorParallelRank> rank_;
 };
 
 }  // namespace qinfer

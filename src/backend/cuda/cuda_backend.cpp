@@ -314,6 +314,15 @@ std::vector<float> CudaBackend::forward_logits(const Batch& batch) {
 
 }  // namespace
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 std::string cuda_unavailable_reason() {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);

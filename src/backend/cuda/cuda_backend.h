@@ -17,6 +17,9 @@ std::unique_ptr<Backend> create_cuda_backend(std::shared_ptr<const LoadedModel> 
 // Empty when a usable GPU exists; else the driver's reason (no device, driver too old for this build, ...).
 std::string cuda_unavailable_reason();
 
+// CUDA devices this process sees (CUDA_VISIBLE_DEVICES applied); 0 when CUDA is not usable.
+int cuda_device_count();
+
 // Bytes of device memory in use on the current GPU (all allocations of this process and others), for reports.
 int64_t cuda_memory_in_use_bytes();
 

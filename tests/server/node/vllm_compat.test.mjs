@@ -118,9 +118,9 @@ test('--seed makes sampled output repeat across server runs', { timeout: 90000 }
 });
 
 test('refused values exit with the documented codes and name what to use', { timeout: 60000 }, async () => {
-  const tp = await serveToExit(['--model', MODEL, '--port', '0', '--tensor-parallel-size', '2']);
-  assert.equal(tp.code, 5, tp.log);
-  assert.match(tp.log, /qinfer: error: --tensor-parallel-size 2: tensor parallelism is not available yet/);
+  const tp = await serveToExit(['--model', MODEL, '--port', '0', '--device', 'cpu', '--tensor-parallel-size', '3']);
+  assert.equal(tp.code, 2, tp.log);
+  assert.match(tp.log, /--tensor-parallel-size 3 does not divide the model's num_key_value_heads/);
   const parser = await serveToExit(['--model', MODEL, '--port', '0', '--tool-call-parser', 'mistral']);
   assert.equal(parser.code, 5, parser.log);
   assert.match(parser.log, /--tool-call-parser hermes/);

@@ -90,9 +90,10 @@ def dequantize(tensors, config):
             if q["quant_method"] == "awq":
                 ints = np.empty((data.shape[0], data.shape[1] * 8), np.int64)  # [in, out]
                 zeros = np.empty((zeros_packed.shape[0], zeros_packed.shape[1] * 8), np.int64)
+                data_nibbles, zero_nibbles = nibbles(data), nibbles(zeros_packed)
                 for i, column in enumerate(AWQ_ORDER):
-                    ints[:, column::8] = nibbles(data)[..., i]
-                    zeros[:, column::8] = nibbles(zeros_packed)[..., i]
+                    ints[:, column::8] = data_nibbles[..., i]
+                    zeros[:, column::8] = zero_nibbles[..., i]
             else:
                 offset = 1 if q.get("checkpoint_format", "gptq") == "gptq" else 0
                 ints = nibbles(data).transpose(0, 2, 1).reshape(data.shape[0] * 8, data.shape[1])  # [in, out]

@@ -14,7 +14,7 @@ struct RequestShape {
   bool chat = false;  // /v1/chat/completions (prompt as one user message) instead of /v1/completions
   int output_len = 128;
   // Fields merged into every body last (--extra-body), e.g. a response_format: a JSON object, or null for none.
-  nlohmann::json extra_body;
+  nlohmann::json extra_body = nullptr;
 };
 
 std::string request_body(const RequestShape& shape, const PromptSpec& prompt);

@@ -31,6 +31,18 @@ struct ClassResult {
 inline constexpr const char* kShortClass = "short";
 inline constexpr const char* kLongClass = "long";
 
+// Speculative decoding during one level: the server's counters at its end minus those at its start.
+struct SpeculationSummary {
+  int64_t num_drafts = 0;  // sequence steps that verified proposals
+  int64_t draft_tokens = 0;
+  int64_t accepted_tokens = 0;
+  double acceptance_rate() const { return draft_tokens > 0 ? static_cast<double>(accepted_tokens) / draft_tokens : 0; }
+  // Tokens a verifying step produced on average: accepted proposals plus the sampled token (vLLM's definition).
+  double mean_accepted_length() const {
+    return num_drafts > 0 ? 1.0 + static_cast<double>(accepted_tokens) / num_drafts : 0;
+  }
+};
+
 struct LevelResult {
   std::optional<int> concurrency;      // requests in flight at most (null: no cap, with a request rate)
   std::optional<double> request_rate;  // Poisson arrivals per second (null: all at once, capped by concurrency)
@@ -50,6 +62,7 @@ struct LevelResult {
   std::map<std::string, int> errors;    // kind → count
   std::map<std::string, std::string> error_samples;  // kind → the first message seen
   GpuSummary gpu;
+  std::optional<SpeculationSummary> speculation;  // null: the server did not speculate (exports no counters)
   int peak_in_flight = 0;
   double client_cpu_seconds = 0;               // CPU time of the load generator's event-loop thread
   std::map<std::string, ClassResult> classes;  // kShortClass and kLongClass with long requests; else empty

@@ -33,6 +33,23 @@ std::string utc_now_iso8601() {
   return text;
 }
 
+// The server's speculative decoding counters now; nullopt when /metrics does not answer or has none.
+std::optional<SpeculationCounters> read_speculation_counters(const CurlApi& curl, const std::string& base_url,
+                                                             const std::string& api_key) {
+  const HttpResponse response = http_get(curl, base_url + "/metrics", api_key, 10);
+  if (response.status != 200) return std::nullopt;
+  return speculation_counters(parse_prometheus_text(response.body));
+}
+
+std::optional<SpeculationSummary> speculation_between(const std::optional<SpeculationCounters>& before,
+                                                      const std::optional<SpeculationCounters>& after) {
+  if (!after) return std::nullopt;
+  const SpeculationCounters start = before.value_or(SpeculationCounters{});
+  return SpeculationSummary{.num_drafts = std::llround(after->num_drafts - start.num_drafts),
+                            .draft_tokens = std::llround(after->draft_tokens - start.draft_tokens),
+                            .accepted_tokens = std::llround(after->accepted_tokens - start.accepted_tokens)};
+}
+
 std::string first_model_id(const CurlApi& curl, const std::string& base_url, const std::string& api_key) {
   const HttpResponse response = http_get(curl, base_url + "/v1/models", api_key, 30);
   const std::string where = "GET " + base_url + "/v1/models";
@@ -156,11 +173,14 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
       if (o.max_concurrency > 0) key.concurrency = o.max_concurrency;
     }
     const std::string name = level_name(key);
+    const std::optional<SpeculationCounters> speculation_before =
+        read_speculation_counters(curl.api(), base, o.api_key);
     GpuSampler sampler(curl.api(), base + "/metrics", o.api_key, o.metrics_interval_seconds);
     const int total = static_cast<int>(bodies.size());
     const LoadRun run = client.run(bodies, schedule, [&](const LoadProgress& p) { progress.update(name, total, p); });
     LevelResult level = level_result(run, prompts, static_cast<size_t>(o.num_prompts));
     level.gpu = sampler.stop();
+    level.speculation = speculation_between(speculation_before, read_speculation_counters(curl.api(), base, o.api_key));
     level.concurrency = key.concurrency;
     level.request_rate = key.request_rate;
     progress.level_done(level);

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "util/curl_api.h"
 #include "loadgen/prometheus_text.h"
+#include "util/curl_api.h"
 
 namespace qinfer::loadgen {
 

@@ -111,4 +111,19 @@ GpuReading gpu_reading(const std::vector<PrometheusSample>& samples) {
   return reading;
 }
 
+std::optional<SpeculationCounters> speculation_counters(const std::vector<PrometheusSample>& samples) {
+  std::optional<SpeculationCounters> counters;
+  for (const PrometheusSample& s : samples) {
+    double SpeculationCounters::*field =
+        s.name == "qinfer_spec_decode_num_drafts_total"        ? &SpeculationCounters::num_drafts
+        : s.name == "qinfer_spec_decode_draft_tokens_total"    ? &SpeculationCounters::draft_tokens
+        : s.name == "qinfer_spec_decode_accepted_tokens_total" ? &SpeculationCounters::accepted_tokens
+                                                               : nullptr;
+    if (field == nullptr) continue;
+    if (!counters) counters.emplace();
+    (*counters).*field += s.value;
+  }
+  return counters;
+}
+
 }  // namespace qinfer::loadgen

@@ -1,6 +1,6 @@
 // Reading the Prometheus text exposition format (what /metrics serves) into samples, and the GPU gauges qinfer
 // exports (src/server/server_metrics.cpp): qinfer_gpu_utilization_ratio, qinfer_gpu_memory_used_bytes and
-// qinfer_gpu_memory_total_bytes, one series per `gpu` label.
+// qinfer_gpu_memory_total_bytes, one series per `gpu` label; and the speculative decoding counters.
 #pragma once
 
 #include <map>
@@ -29,5 +29,15 @@ struct GpuReading {
 };
 
 GpuReading gpu_reading(const std::vector<PrometheusSample>& samples);
+
+// The speculative decoding counters (qinfer_spec_decode_*_total, exported while the server speculates); nullopt when
+// the server exports none of them.
+struct SpeculationCounters {
+  double num_drafts = 0;  // sequence steps that verified proposals
+  double draft_tokens = 0;
+  double accepted_tokens = 0;
+};
+
+std::optional<SpeculationCounters> speculation_counters(const std::vector<PrometheusSample>& samples);
 
 }  // namespace qinfer::loadgen

@@ -60,6 +60,12 @@ Json level_json(const LevelResult& l) {
                {"errors", errors},
                {"error_samples", samples},
                {"gpu", gpu_json(l.gpu)},
+               {"speculation", l.speculation ? Json{{"num_drafts", l.speculation->num_drafts},
+                                                    {"draft_tokens", l.speculation->draft_tokens},
+                                                    {"accepted_tokens", l.speculation->accepted_tokens},
+                                                    {"acceptance_rate", l.speculation->acceptance_rate()},
+                                                    {"mean_accepted_length", l.speculation->mean_accepted_length()}}
+                                             : Json()},
                {"peak_in_flight", l.peak_in_flight},
                {"client_cpu_seconds", l.client_cpu_seconds},
                {"classes", classes}});
@@ -132,6 +138,12 @@ LevelResult level_from(const Json& l, const std::filesystem::path& file) {
     for (const auto& [kind, message] : l.at("error_samples").items())
       level.error_samples[kind] = json_field<std::string>(l.at("error_samples"), kind, file);
   if (l.contains("gpu") && l.at("gpu").is_object()) level.gpu = gpu_from(l.at("gpu"), file);
+  if (l.contains("speculation") && l.at("speculation").is_object()) {
+    const Json& s = l.at("speculation");
+    level.speculation = SpeculationSummary{.num_drafts = json_field<int64_t>(s, "num_drafts", file),
+                                           .draft_tokens = json_field<int64_t>(s, "draft_tokens", file),
+                                           .accepted_tokens = json_field<int64_t>(s, "accepted_tokens", file)};
+  }
   level.peak_in_flight = json_field_or<int>(l, "peak_in_flight", 0, file);
   level.client_cpu_seconds = json_field_or<double>(l, "client_cpu_seconds", 0, file);
   if (l.contains("classes") && l.at("classes").is_object())

@@ -85,6 +85,14 @@ void append_run_table(std::string& out, const BenchReport& r) {
               distribution_cell(l.itl_ms), distribution_cell(l.e2e_ms), null_or(l.gpu.utilization_mean, "%.0f %%", 100),
               null_or(l.gpu.memory_used_peak_bytes, "%.2f", 1 / kBytesPerGiB)});
   out += "\n";
+  for (const LevelResult& l : r.levels) {
+    if (!l.speculation) continue;
+    const SpeculationSummary& s = *l.speculation;
+    out += "Speculative decoding at " + level_name(l) + ": " + std::to_string(s.accepted_tokens) + " of " +
+           std::to_string(s.draft_tokens) + " proposed tokens accepted (" + format("%.1f", 100 * s.acceptance_rate()) +
+           " %), mean accepted length " + format("%.2f", s.mean_accepted_length()) + " over " +
+           std::to_string(s.num_drafts) + " verifying steps.\n\n";
+  }
   if (std::any_of(r.levels.begin(), r.levels.end(), [](const LevelResult& l) { return !l.classes.empty(); }))
     append_class_table(out, r);
 }

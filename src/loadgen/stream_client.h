@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "util/curl_api.h"
 #include "loadgen/request_record.h"
+#include "util/curl_api.h"
 
 namespace qinfer::loadgen {
 

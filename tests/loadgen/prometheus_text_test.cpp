@@ -82,5 +82,19 @@ TEST(GpuSummary, MeanMaxAndPeakOverReadings) {
   EXPECT_FALSE(none.utilization_mean || none.memory_used_peak_bytes || none.memory_total_bytes);
 }
 
+TEST(PrometheusText, SpeculationCounters) {
+  EXPECT_FALSE(speculation_counters(parse_prometheus_text(kTwoGpus)).has_value());
+  const std::optional<SpeculationCounters> counters = speculation_counters(
+      parse_prometheus_text("qinfer_spec_decode_num_drafts_total 26\n"
+                            "qinfer_spec_decode_draft_tokens_total 101\n"
+                            "qinfer_spec_decode_accepted_tokens_total 99\n"
+                            "qinfer_spec_decode_accepted_tokens_per_position_total{position=\"0\"} 26\n"
+                            "qinfer_spec_decode_mean_accepted_length 4.8\n"));
+  ASSERT_TRUE(counters.has_value());
+  EXPECT_EQ(counters->num_drafts, 26);
+  EXPECT_EQ(counters->draft_tokens, 101);
+  EXPECT_EQ(counters->accepted_tokens, 99);
+}
+
 }  // namespace
 }  // namespace qinfer::loadgen

@@ -138,6 +138,22 @@ TEST(ReportMarkdown, MixedWorkloadHasAPerClassTable) {
   EXPECT_EQ(markdown_report(sample_report("plain", 1), nullptr).find("| class |"), std::string::npos);
 }
 
+TEST(ReportJson, SpeculationRoundTripsAndIsReported) {
+  BenchReport report = sample_report("spec", 10);
+  report.levels[1].speculation = SpeculationSummary{.num_drafts = 40, .draft_tokens = 160, .accepted_tokens = 120};
+  const nlohmann::json json = report_to_json(report);
+  EXPECT_TRUE(json["levels"][0]["speculation"].is_null());
+  EXPECT_EQ(json["levels"][1]["speculation"]["acceptance_rate"], 0.75);
+  EXPECT_EQ(json["levels"][1]["speculation"]["mean_accepted_length"], 4.0);  // 1 + 120 / 40
+  EXPECT_EQ(report_to_json(report_from_json(nlohmann::json::parse(json.dump()), "x.json")), json);
+  const std::string markdown = markdown_report(report, nullptr);
+  EXPECT_NE(markdown.find("Speculative decoding at c=4: 120 of 160 proposed tokens accepted (75.0 %), mean accepted "
+                          "length 4.00 over 40 verifying steps."),
+            std::string::npos)
+      << markdown;
+  EXPECT_EQ(markdown.find("Speculative decoding at c=1"), std::string::npos);
+}
+
 TEST(ReportJson, WrongSchemaIsAFormatError) {
   nlohmann::json json = report_to_json(sample_report("a", 1));
   json["schema"] = "something.else";

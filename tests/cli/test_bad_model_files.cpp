@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "run_qinfer.h"
+#include "testing/run_qinfer.h"
 
 namespace qinfer::cli {
 namespace {

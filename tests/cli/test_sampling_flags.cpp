@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/sampling_flags.h"
-#include "run_qinfer.h"
+#include "testing/run_qinfer.h"
 #include "util/error.h"
 
 namespace qinfer::cli {

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "cli/speculative_config.h"
-#include "run_qinfer.h"
+#include "testing/run_qinfer.h"
 #include "util/error.h"
 
 namespace qinfer::cli {

@@ -13,7 +13,7 @@
 #include "cli/startup_summary.h"
 #include "cli/vllm_serve_flags.h"
 #include "model/test_model.h"
-#include "run_qinfer.h"
+#include "testing/run_qinfer.h"
 #include "util/error.h"
 
 namespace qinfer::cli {

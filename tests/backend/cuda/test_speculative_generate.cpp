@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/run_qinfer.h"
 #include "gpu_test_util.h"
+#include "testing/run_qinfer.h"
 
 namespace qinfer {
 namespace {

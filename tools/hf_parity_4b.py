@@ -306,6 +306,8 @@ def main():
     parser.add_argument("--kv-cache-dtype", default="bf16", choices=["bf16", "fp8"], help="qinfer's KV cache storage")
     parser.add_argument("--quantization", choices=["awq", "gptq", "fp8"],
                         help="check this quantized checkpoint of the same weights (bf16 KV cache only)")
+    parser.add_argument("--prompt-lengths", type=lambda text: [int(n) for n in text.split(",")], default=PROMPT_LENGTHS,
+                        help=f"CUDA cases: a subset of the prompt lengths {','.join(map(str, PROMPT_LENGTHS))} (default all)")
     parser.add_argument("--cuda-only", action="store_true",
                         help="skip the fp32 CPU backend cases (they separate modelling from rounding errors)")
     parser.add_argument("--floor-samples", type=int, default=8, metavar="N",
@@ -313,6 +315,8 @@ def main():
     parser.add_argument("--floor-noise", type=float, default=5e-4,
                         help="relative K/V perturbation of those floors before the E4M3 rounding")
     args = parser.parse_args()
+    if not set(args.prompt_lengths) <= set(PROMPT_LENGTHS):
+        parser.error(f"--prompt-lengths: each must be one of {PROMPT_LENGTHS} (each has its own prompt seed)")
     if args.quantization and args.kv_cache_dtype == "fp8":
         parser.error("--quantization takes the bf16 KV cache (the fp8 cache's reference reads bf16 checkpoints only)")
     model_dir = os.path.join(args.work, "qwen3-4b-shape" + (f"-{args.quantization}" if args.quantization else ""))
@@ -328,7 +332,7 @@ def main():
         models = {name: AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype, attn_implementation="eager")
                   .to("cuda").eval() for name, dtype in dtypes}
     reference = Qwen3Reference(model_dir) if args.kv_cache_dtype == "fp8" else None
-    runs = [("cuda", length) for length in PROMPT_LENGTHS] + ([] if args.cuda_only else
+    runs = [("cuda", length) for length in args.prompt_lengths] + ([] if args.cuda_only else
                                                                [("cpu", length) for length in CPU_PROMPT_LENGTHS])
     cases, all_ok = [], True
     for device, length in runs:

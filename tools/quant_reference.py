@@ -70,10 +70,19 @@ def nibbles(words):
     return ((w >> (4 * np.arange(8, dtype=np.uint32))) & 0xF).astype(np.int64)
 
 
+def e4m3_value(code):
+    exponent, mantissa = (code >> 3) & 0xF, (code & 7) / 8
+    magnitude = mantissa * 2.0 ** -6 if exponent == 0 else (1 + mantissa) * 2.0 ** (exponent - 7)
+    return -magnitude if code & 0x80 else magnitude
+
+
+# Every E4M3 code's value (0x7f / 0xff, NaN in E4M3, read as 480 like the formula; checkpoints never hold them).
+E4M3_VALUES = np.array([e4m3_value(code) for code in range(256)], np.float32)
+
+
 def e4m3_to_f32(codes):
-    exponent, mantissa = (codes >> 3) & 0xF, (codes & 7).astype(np.float64)
-    magnitude = np.where(exponent == 0, mantissa / 8 * 2.0 ** -6, (1 + mantissa / 8) * 2.0 ** (exponent.astype(np.float64) - 7))
-    return np.where(codes & 0x80, -magnitude, magnitude).astype(np.float32)
+    """A table lookup: a 4B checkpoint holds 3.6e9 codes, too many for element-wise float64 arithmetic."""
+    return E4M3_VALUES[codes]
 
 
 def dequantize(tensors, config):
@@ -105,8 +114,11 @@ def dequantize(tensors, config):
         elif dtype == "F8_E4M3":
             block_out, block_in = q["weight_block_size"]
             scale = tensors[module + ".weight_scale_inv"][1].astype(np.float32)
-            expanded = np.repeat(np.repeat(scale, block_out, axis=0), block_in, axis=1)[:data.shape[0], :data.shape[1]]
-            out[name] = (e4m3_to_f32(data) * expanded).astype(np.float32)
+            rows, cols = data.shape
+            padded = np.zeros((scale.shape[0] * block_out, scale.shape[1] * block_in), np.float32)
+            padded[:rows, :cols] = e4m3_to_f32(data)
+            blocks = padded.reshape(scale.shape[0], block_out, scale.shape[1], block_in) * scale[:, None, :, None]
+            out[name] = np.ascontiguousarray(blocks.reshape(padded.shape)[:rows, :cols])
             done.add(module)
         elif name.endswith((".qzeros", ".scales", ".g_idx", ".weight_scale_inv")):
             continue

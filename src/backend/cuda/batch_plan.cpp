@@ -166,17 +166,43 @@ bool is_graphable_decode(const BatchPlan& plan) {
          plan.sample_rows.size() == plan.decode_q_rows.size();
 }
 
-void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size) {
-  const int sequences = static_cast<int>(plan.decode_q_rows.size());
+int graphable_verify_positions(const BatchPlan& plan) {
+  if (!plan.decode_q_rows.empty() || plan.prefill_q_lens.empty() ||
+      plan.sample_rows.size() != static_cast<size_t>(plan.num_tokens))
+    return 0;
+  const int32_t positions = plan.prefill_q_lens.front();
+  const bool uniform = std::all_of(plan.prefill_q_lens.begin(), plan.prefill_q_lens.end(),
+                                   [&](int32_t q_len) { return q_len == positions; });
+  return uniform && positions >= 2 ? positions : 0;
+}
+
+namespace {
+
+// Widens the block tables to `stride` columns; the new columns and the rows of sequences [sequences,
+// padded_sequences) point to the scratch block.
+void widen_block_tables(BatchPlan& plan, int sequences, int padded_sequences, int stride, int32_t scratch_block) {
   std::vector<int32_t> tables(static_cast<size_t>(padded_sequences) * stride, scratch_block);
   for (int s = 0; s < sequences; ++s)
     std::copy_n(plan.block_tables.begin() + static_cast<ptrdiff_t>(s) * plan.block_table_stride,
                 plan.block_table_stride, tables.begin() + static_cast<ptrdiff_t>(s) * stride);
   plan.block_tables = std::move(tables);
   plan.block_table_stride = stride;
+}
+
+// A padding row's sampling: greedy, no penalties.
+DeviceSamplingParams padding_sampling(const BatchPlan& plan) {
   DeviceSamplingParams greedy;
   greedy.temperature = 0;
   greedy.penalty_begin = greedy.penalty_end = plan.num_penalties;
+  return greedy;
+}
+
+}  // namespace
+
+void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size) {
+  const int sequences = static_cast<int>(plan.decode_q_rows.size());
+  widen_block_tables(plan, sequences, padded_sequences, stride, scratch_block);
+  const DeviceSamplingParams greedy = padding_sampling(plan);
   for (int s = sequences; s < padded_sequences; ++s) {
     plan.token_ids.push_back(0);
     plan.positions.push_back(0);
@@ -188,6 +214,29 @@ void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t 
     plan.sampling_params.push_back(greedy);
   }
   plan.num_tokens = padded_sequences;
+}
+
+void pad_verify_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size) {
+  const int sequences = static_cast<int>(plan.prefill_q_lens.size());
+  const int positions = plan.max_prefill_q_len;
+  widen_block_tables(plan, sequences, padded_sequences, stride, scratch_block);
+  const DeviceSamplingParams greedy = padding_sampling(plan);
+  for (int s = sequences; s < padded_sequences; ++s) {
+    const int first_row = s * positions;
+    for (int t = 0; t < positions; ++t) {
+      plan.token_ids.push_back(0);
+      plan.positions.push_back(t);
+      // Positions beyond the scratch block wrap into it: the dummy rows' K/V are never read by a real sequence.
+      plan.slots.push_back(static_cast<int64_t>(scratch_block) * block_size + t % block_size);
+      plan.sample_rows.push_back(first_row + t);
+      plan.sampling_params.push_back(greedy);
+    }
+    plan.prefill_table_rows.push_back(s);
+    plan.prefill_q_starts.push_back(first_row);
+    plan.prefill_q_lens.push_back(positions);
+    plan.prefill_cached_lens.push_back(0);
+  }
+  plan.num_tokens = padded_sequences * positions;
 }
 
 }  // namespace qinfer::cuda

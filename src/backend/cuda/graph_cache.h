@@ -1,5 +1,5 @@
-// Captured CUDA graphs of decode steps, one per padded shape. A decode step launches ~300 kernels; replaying them as
-// one graph removes the host launch cost and most inter-kernel gaps.
+// Captured CUDA graphs of decode steps and speculative verify steps, one per padded shape. A step launches ~300
+// kernels; replaying them as one graph removes the host launch cost and most inter-kernel gaps.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -15,10 +15,12 @@
 
 namespace qinfer::cuda {
 
-// Everything a captured decode step bakes in besides the fixed buffers: padded batch, block-table stride, and the
-// context bucket the attention splits were planned for.
+// Everything a captured step bakes in besides the fixed buffers: padded batch, positions per sequence (1: a decode
+// step; k + 1: a verify step, on the prefill path), block-table stride, and the context bucket the attention splits
+// were planned for.
 struct DecodeGraphKey {
   int padded_sequences = 0;
+  int positions_per_sequence = 1;
   int block_table_stride = 0;
   int context_bucket = 0;
   bool samples = true;  // false: the forward alone (constrained steps sample after the graph)

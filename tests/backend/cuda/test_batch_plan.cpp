@@ -1,6 +1,6 @@
 // Host-side batch planning of the CUDA backend (no GPU needed): slots, block tables, the decode/prefill split,
-// sampled rows (every position of a sample_all_positions sequence), penalty entries and the padding of decode plans for
-// captured graphs.
+// sampled rows (every position of a sample_all_positions sequence), penalty entries and the padding of decode and
+// verify plans for captured graphs.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -162,6 +162,7 @@ TEST(BatchPlan, SampleAllPositionsGivesARowPerPosition) {
   EXPECT_EQ(plan.num_biases, 3);
   EXPECT_TRUE(plan.constrained());
   EXPECT_FALSE(is_graphable_decode(plan));
+  EXPECT_EQ(graphable_verify_positions(plan), 0);  // a decode and a prefill share the step
 }
 
 TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
@@ -186,6 +187,59 @@ TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
   ASSERT_EQ(plan.sampling_params.size(), 4u);
   EXPECT_EQ(plan.sampling_params[3].temperature, 0.0f);
   EXPECT_EQ(plan.sampling_params[3].penalty_begin, plan.sampling_params[3].penalty_end);
+}
+
+// Verify-only steps are graphable when every sequence scores the same number of positions, all of them sampled.
+TEST(BatchPlan, VerifyStepsAreGraphableWithOnePositionCount) {
+  const std::vector<int32_t> table_a = {2, 8}, table_b = {5, 6};
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  const std::vector<int32_t> prompt = {1, 2}, output = {3, 4, 5};
+  Batch batch;
+  batch.token_ids = {3, 4, 5, 7, 8, 9};
+  batch.sequences = {batch_sequence(3, 20, table_a, &greedy), batch_sequence(3, 9, table_b, &greedy)};
+  for (BatchSequence& s : batch.sequences) {
+    s.sample_all_positions = true;
+    s.history = {prompt, output};
+  }
+  EXPECT_EQ(graphable_verify_positions(plan_batch(batch, 16, 1000)), 3);
+  batch.sequences[1].sample_all_positions = false;  // a plain prefill chunk samples its last row only
+  EXPECT_EQ(graphable_verify_positions(plan_batch(batch, 16, 1000)), 0);
+  batch.sequences[1].sample_all_positions = true;
+  batch.token_ids.pop_back();
+  batch.sequences[1].num_tokens = 2;  // 3 and 2 positions
+  EXPECT_EQ(graphable_verify_positions(plan_batch(batch, 16, 1000)), 0);
+}
+
+TEST(BatchPlan, PadsVerifyPlansWithScratchSequences) {
+  const std::vector<int32_t> table_a = {2, 8};
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  const std::vector<int32_t> prompt = {1, 2}, output = {3, 4, 5};
+  Batch batch;
+  batch.token_ids = {3, 4, 5};
+  batch.sequences = {batch_sequence(3, 20, table_a, &greedy)};
+  batch.sequences[0].sample_all_positions = true;
+  batch.sequences[0].history = {prompt, output};
+  BatchPlan plan = plan_batch(batch, 16, 1000);
+  ASSERT_EQ(graphable_verify_positions(plan), 3);
+  pad_verify_plan(plan, 2, 4, 99, 16);
+  EXPECT_EQ(plan.num_tokens, 6);
+  EXPECT_EQ(plan.token_ids.size(), 6u);
+  EXPECT_EQ(plan.block_table_stride, 4);
+  EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{2, 8, 99, 99, 99, 99, 99, 99}));
+  EXPECT_EQ(std::vector<int32_t>(plan.positions.begin() + 3, plan.positions.end()), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(std::vector<int64_t>(plan.slots.begin() + 3, plan.slots.end()),
+            (std::vector<int64_t>{99 * 16, 99 * 16 + 1, 99 * 16 + 2}));
+  EXPECT_EQ(plan.prefill_table_rows, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(plan.prefill_q_starts, (std::vector<int32_t>{0, 3}));
+  EXPECT_EQ(plan.prefill_q_lens, (std::vector<int32_t>{3, 3}));
+  EXPECT_EQ(plan.prefill_cached_lens, (std::vector<int32_t>{20, 0}));
+  EXPECT_EQ(plan.sample_rows, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
+  ASSERT_EQ(plan.sampling_params.size(), 6u);
+  EXPECT_EQ(plan.sampling_params[5].temperature, 0.0f);
+  EXPECT_EQ(plan.max_prefill_q_len, 3);
+  EXPECT_TRUE(plan.decode_q_rows.empty());
 }
 
 }  // namespace

@@ -74,13 +74,16 @@ TEST(DecodeAttentionPlan, RegisterKernelWithinBatchAndContext) {
 }
 
 // The measured thresholds (docs/CUDA_DESIGN.md, "Decode attention: which kernel"): 1-2 sequences keep the register
-// kernel up to 8 K over bf16 and at any context over fp8; 3-4 up to 2 K over bf16 and 8 K over fp8.
+// kernel up to 8 K over bf16 and 16 K over fp8; 3-4 up to 2 K over bf16 and 8 K over fp8.
 TEST(DecodeAttentionPlan, RegisterContextThresholds) {
   EXPECT_EQ(kDecodeAttentionRegisterBatch, 4);
   for (int num_decode : {1, 2}) {
     EXPECT_EQ(decode_attention_register_context(num_decode, kBf16), 8192);
-    EXPECT_EQ(plan_decode_attention(qwen3_shape(num_decode, kFp8), 262144, gpu(true)).kernel,
+    EXPECT_EQ(decode_attention_register_context(num_decode, kFp8), 16384);
+    EXPECT_EQ(plan_decode_attention(qwen3_shape(num_decode, kFp8), 16384, gpu(true)).kernel,
               DecodeAttentionKernel::kRegisters);
+    EXPECT_EQ(plan_decode_attention(qwen3_shape(num_decode, kFp8), 32768, gpu(true)).kernel,
+              DecodeAttentionKernel::kBulkCopy);
   }
   for (int num_decode : {3, 4}) {
     EXPECT_EQ(decode_attention_register_context(num_decode, kBf16), 2048);

@@ -22,11 +22,20 @@ __device__ __forceinline__ float rescale_factor(float old_max, float new_max) {
   return old_max == -INFINITY ? 0.0f : exp2f(old_max - new_max);
 }
 
-// The splits of a decode sequence of `context` keys that hold keys: its context over tokens_per_split, at least 1.
-// Splits past them (a batch is planned for its longest context, or a decode graph for its context bucket) have
-// nothing to do.
+// Keys per split of a decode sequence of `context` keys: its context spread over all num_splits splits in whole
+// tiles, at most the planned tokens_per_split. A batch is planned for its longest context, and a decode graph for its
+// power-of-two context bucket, so a sequence just past a bucket's lower half would otherwise leave half the splits,
+// and of the GPU, idle.
+__device__ __forceinline__ int split_tokens(const DecodeAttentionArgs& p, int context) {
+  const int spread = (context + p.num_splits - 1) / p.num_splits;
+  return min(p.tokens_per_split, max(kTileTokens, (spread + kTileTokens - 1) / kTileTokens * kTileTokens));
+}
+
+// The splits of a decode sequence of `context` keys that hold keys, at least 1. Splits past them (a sequence shorter
+// than a tile per split) have nothing to do.
 __device__ __forceinline__ int active_splits(const DecodeAttentionArgs& p, int context) {
-  return max(1, min(p.num_splits, (context + p.tokens_per_split - 1) / p.tokens_per_split));
+  const int tokens = split_tokens(p, context);
+  return max(1, min(p.num_splits, (context + tokens - 1) / tokens));
 }
 
 // What a block works on: grid (num_splits, num_kv_heads, num_decode); keys [begin, end) of the sequence, one of its
@@ -46,9 +55,9 @@ __device__ __forceinline__ BlockWork block_work(const DecodeAttentionArgs& p) {
   w.seq = blockIdx.z;
   w.group = p.num_heads / p.num_kv_heads;
   w.q_row = p.q_rows[w.seq];
-  w.begin = w.split * p.tokens_per_split;
-  const int context = p.context_lens[w.seq];
-  w.end = min(context, w.begin + p.tokens_per_split);
+  const int context = p.context_lens[w.seq], tokens = split_tokens(p, context);
+  w.begin = w.split * tokens;
+  w.end = min(context, w.begin + tokens);
   w.num_tiles = w.begin < w.end ? (w.end - w.begin + kTileTokens - 1) / kTileTokens : 0;
   w.splits = active_splits(p, context);
   w.table = p.block_tables + static_cast<int64_t>(p.table_rows[w.seq]) * p.block_table_stride;

@@ -25,14 +25,7 @@ using namespace prefill_sm90;
 
 constexpr int kHeadDim = 128;
 constexpr int kStages = 3;                      // K, V and Vᵀ tiles in flight or in use
-constexpr int kGroups = kBlockN / 16;           // 16-key groups of a tile: one box and one page lookup each
 constexpr int kTileBytes = kBlockN * kHeadDim;  // one E4M3 tile, 16 KB
-constexpr int kBoxBytes = 16 * kHeadDim;
-constexpr int kScaleBoxBytes = 16 * 4;
-constexpr int kTransposeWarps = 2;
-constexpr float kFp8Max = 448.0f;
-// The V reference before any V scale was seen: O is 0 then, and 448 / kInitialVScale stays finite.
-constexpr float kInitialVScale = 1e-30f;
 
 // Shared memory, tiles at 1024-byte boundaries (where the 128-byte swizzle pattern repeats): per stage the K tile
 // [kBlockN keys][128 bytes], the transposed V tile Vᵀ [kHeadDim dims][kBlockN keys] and the V tile as copied
@@ -40,9 +33,9 @@ constexpr float kInitialVScale = 1e-30f;
 // fp32 and the barriers (Fp8Barriers).
 struct SharedLayout {
   static constexpr int kKOffset = 0;
-  static constexpr int kVtOffset = kTileBytes;
-  static constexpr int kVCopyOffset = 2 * kTileBytes;
-  static constexpr int kStageBytes = 3 * kTileBytes;
+  static constexpr int kVtOffset = kKOffset + kTileBytes;
+  static constexpr int kVCopyOffset = kVtOffset + kTileBytes;
+  static constexpr int kStageBytes = kVCopyOffset + kTileBytes;
   static constexpr int kQBytes = 64 * kHeadDim;
   static constexpr int kQOffset = kStages * kStageBytes;
   static constexpr int kScaleStageBytes = 2 * kBlockN * 4;
@@ -64,6 +57,14 @@ struct Fp8Barriers {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+constexpr int kGroups = kBlockN / 16;  // 16-key groups of a tile: one box and one page lookup each
+constexpr int kBoxBytes = 16 * kHeadDim;
+constexpr int kScaleBoxBytes = 16 * 4;
+constexpr int kTransposeWarps = 2;
+constexpr float kFp8Max = 448.0f;
+// The V reference before any V scale was seen: O is 0 then, and 448 / kInitialVScale stays finite.
+constexpr float kInitialVScale = 1e-30f;
 
 // As in the bf16 kernel: every thread has 168 registers at entry, and the warpgroups' counts must fit in that.
 constexpr int kProducerRegisters = 56;

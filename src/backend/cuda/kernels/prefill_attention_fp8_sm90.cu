@@ -215,8 +215,10 @@ __device__ __forceinline__ void quantize_query_rows(const PrefillAttentionParams
     };
     const uint32_t bytes = code(x01.x) | (code(x01.y) << 8) | (code(x23.x) << 16) | (code(x23.y) << 24);
     *reinterpret_cast<uint32_t*>(rows + i * 128 + (((lane / 4) ^ (i & 7)) << 4) + (lane % 4) * 4) = bytes;
-    if (i == lane / 4) scale[0] = amax / kFp8Max;
-    if (i == lane / 4 + 8) scale[1] = amax / kFp8Max;
+    // An all-zero row (codes 0) takes scale 1: its scores are 0 either way, and masked ones stay -inf (not 0 * -inf).
+    const float row_scale = amax > 0 ? amax / kFp8Max : 1.0f;
+    if (i == lane / 4) scale[0] = row_scale;
+    if (i == lane / 4 + 8) scale[1] = row_scale;
   }
 }
 

@@ -172,7 +172,8 @@ struct BoundCheck {
   void add(const T* out, const BoundedRow& row) {
     for (size_t i = 0; i < row.reference.size(); ++i) {
       const double value = to_float(out[i]);
-      const double ratio = std::isfinite(value) ? std::fabs(value - row.reference[i]) / row.bound[i] : INFINITY;
+      const double error = std::fabs(value - row.reference[i]);
+      const double ratio = !std::isfinite(value) ? INFINITY : error == 0 ? 0.0 : error / row.bound[i];
       worst_ratio = std::max(worst_ratio, ratio);
       ++checked;
       if (!(ratio <= 1.0)) ++violations;

@@ -95,8 +95,8 @@ struct BoundedRow {
 // The bound, per output element d, for a kernel that rounds q and P' to E4M3 (prefill_attention_fp8_sm90.cu):
 //  1. Q: the kernel quantises each (token, head) row exactly as the host's quantize_fp8_e4m3_vector does, so the
 //     effect of Q's rounding is known exactly: |o(q~) - o(q)|, with o(q~) the float64 attention from the rounded q~.
-//  2. P: each P'_j = p~_j v_scale_j / u (p~_j = exp(s~_j - max), u the kernel's unit, at most U = the context's
-//     largest V scale / 448) is rounded to nearest E4M3: a normal value by at most 2^-4 of itself, a subnormal by at
+//  2. P: each P'_j = p~_j v_scale_j / u (p~_j = exp(s~_j - max), u the row's unit, at most U = the largest V scale
+//     of its keys / 448) is rounded to nearest E4M3: a normal value by at most 2^-4 of itself, a subnormal by at
 //     most 2^-10 (half its 2^-9 spacing). In the output, key j's error is at most
 //     b_jd = (2^-4 p~_j v_scale_j + 2^-10 U) |code_jd| / L~, L~ = sum_j p~_j (the kernel's fp32 row sum; >= 1). The
 //     errors of different keys are independent roundings of uniform-looking position: their sum is bounded by
@@ -115,7 +115,7 @@ BoundedRow bounded_reference(const PagedCache& cache, const __nv_bfloat16* q, in
   const QueryRow query(q, cache.shape.head_dim);
   std::vector<double> scores(static_cast<size_t>(num_keys)), rounded_scores(scores.size());
   double delta = 0, max_score = -INFINITY, max_rounded = -INFINITY, v_scale_max = 0;
-  for (int t = 0; t < context_len; ++t)
+  for (int t = 0; t < num_keys; ++t)
     v_scale_max = std::max<double>(v_scale_max, cache.v_scales[cache.row_offset(table_row, t, kv_head) / d]);
   for (int t = 0; t < num_keys; ++t) {
     const float* k = cache.row(cache.k_dequantized, table_row, t, kv_head);
@@ -216,8 +216,8 @@ const Fp8PrefillBatch kPrefixesByChunks = {{0, 0, 0, 0, 300, 300, 300, 300, 4096
 enum class Fp8Defect { kNone, kNeighbourKeyScale, kNeighbourValueScale, kValuesOutOfOrder };
 
 // The kernel's arithmetic on the host for one output row: q rounded as the kernel rounds it, scores from the codes
-// times the Q and K scales, the online softmax over 128-key tiles, P' rounded to E4M3 in the running V unit (the
-// largest V scale of the tiles' keys in the context so far / 448) and O kept in that unit. Only the tensor cores'
+// times the Q and K scales, the online softmax over 128-key tiles, P' rounded to E4M3 in the row's running V unit
+// (the largest V scale of the keys it has seen / 448) and O kept in that unit. Only the tensor cores'
 // accumulation precision is not modelled (term 3 of the bound). `defect` plants one mistake.
 std::vector<double> emulated_kernel_row(const PagedCache& cache, const __nv_bfloat16* q, int table_row, int head,
                                         int num_keys, int context_len, Fp8Defect defect) {
@@ -240,7 +240,7 @@ std::vector<double> emulated_kernel_row(const PagedCache& cache, const __nv_bflo
   std::vector<double> o(d, 0.0), tile_scores;
   for (int first = 0; first < num_keys; first += kTileKeys) {
     double tile_v_max = 0, tile_max = -INFINITY;
-    for (int t = first; t < std::min(first + kTileKeys, context_len); ++t)
+    for (int t = first; t < std::min(first + kTileKeys, num_keys); ++t)
       tile_v_max = std::max<double>(tile_v_max, v_scale(t));
     tile_scores.clear();
     for (int t = first; t < std::min(first + kTileKeys, num_keys); ++t) {

@@ -5,9 +5,10 @@
 // since 8-bit wgmma reads B only K-major and P·V reduces over keys. Two consumer warpgroups of 64 query rows quantise
 // their Q rows to E4M3 (per (token, head) row, the cache's quantiser: scale amax / 448), run S = Q·Kᵀ as fp8 wgmma,
 // turn S into true scores with the row's Q scale and the column's K scale, run the online softmax in fp32 (row sums of
-// the unrounded probabilities), fold V's per-key scales into P (P'[r][j] = P[r][j] · v_scale[j] / v_unit, v_unit the
-// largest V scale seen so far over 448, so that P' ∈ [0, 448]), round P' to E4M3 as the register A operand and
-// accumulate O += P'·Vᵀ in units of v_unit (O is rescaled when v_unit grows, with the softmax correction).
+// the unrounded probabilities), fold V's per-key scales into P (P'[r][j] = P[r][j] · v_scale[j] / u[r], u[r] the
+// largest V scale among the keys row r has seen so far over 448, so that P' ∈ [0, 448]), round P' to E4M3 as the
+// register A operand and accumulate O += P'·Vᵀ, row r in units of u[r] (rescaled when u[r] grows, with the softmax
+// correction).
 // Scores of tile t + 1 and P·V of tile t overlap as in the bf16 kernel. docs/CUDA_DESIGN.md, "Prefill attention".
 #include <cuda_fp8.h>
 
@@ -243,8 +244,8 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   const int first_position = r.cached + first_q;  // tiles entirely at or before it need no causal mask
   const float row_scale[2] = {q_scale[0] * p.scale * kLog2e, q_scale[1] * p.scale * kLog2e};
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
-  float o[kDimBlocks][4] = {};         // in units of v_unit = v_reference / 448
-  float v_reference = kInitialVScale;  // the largest V scale of the keys seen so far
+  float o[kDimBlocks][4] = {};                              // row i in units of v_reference[i] / 448
+  float v_reference[2] = {kInitialVScale, kInitialVScale};  // each row's largest V scale of the keys it saw so far
   const auto stage_address = [&](int tile) {
     return sm90::shared_address(shared + (tile % kStages) * Layout::kStageBytes);
   };
@@ -297,34 +298,57 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
       }
       return v;
     };
-    float tile_v_max = 0;
 #pragma unroll
     for (int nb = 0; nb < kBlockN / 8; ++nb) {
       const float2 k = *reinterpret_cast<const float2*>(k_scales + nb * 8 + (lane % 4) * 2);
       s[nb][0] *= k.x, s[nb][1] *= k.y, s[nb][2] *= k.x, s[nb][3] *= k.y;
-      const float2 v = v_scale_pair(nb);
-      tile_v_max = fmaxf(tile_v_max, fmaxf(v.x, v.y));
     }
-    // Over the 4 lanes of a row: all kBlockN keys.
-    tile_v_max = fmaxf(tile_v_max, __shfl_xor_sync(0xffffffffu, tile_v_max, 1));
-    tile_v_max = fmaxf(tile_v_max, __shfl_xor_sync(0xffffffffu, tile_v_max, 2));
-    const float new_reference = fmaxf(v_reference, tile_v_max);
-    const float unit_ratio = v_reference / new_reference;
-    v_reference = new_reference;
+    // Each row's largest V scale among the tile's keys it sees (on unmasked tiles all of them, the same for both
+    // rows), over the 4 lanes of the row: a row's unit depends on its own keys only, so its result does not depend on
+    // the rows it shares a block with (chunking, batching).
+    const bool masked = (tile + 1) * kBlockN - 1 > first_position;
+    float tile_v_max[2] = {0, 0};
+    if (masked) {
+#pragma unroll
+      for (int nb = 0; nb < kBlockN / 8; ++nb) {
+        const int key = first_key + nb * 8 + (lane % 4) * 2;
+        const float2 v = v_scale_pair(nb);
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          tile_v_max[i] =
+              fmaxf(tile_v_max[i], fmaxf(key <= position[i] ? v.x : 0.0f, key + 1 <= position[i] ? v.y : 0.0f));
+      }
+    } else {
+#pragma unroll
+      for (int nb = 0; nb < kBlockN / 8; ++nb) {
+        const float2 v = v_scale_pair(nb);
+        tile_v_max[0] = fmaxf(tile_v_max[0], fmaxf(v.x, v.y));
+      }
+      tile_v_max[1] = tile_v_max[0];
+    }
+    float unit_ratio[2], per_unit[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      tile_v_max[i] = fmaxf(tile_v_max[i], __shfl_xor_sync(0xffffffffu, tile_v_max[i], 1));
+      tile_v_max[i] = fmaxf(tile_v_max[i], __shfl_xor_sync(0xffffffffu, tile_v_max[i], 2));
+      const float new_reference = fmaxf(v_reference[i], tile_v_max[i]);
+      unit_ratio[i] = v_reference[i] / new_reference;
+      per_unit[i] = kFp8Max / new_reference;
+      v_reference[i] = new_reference;
+    }
     float correction[2];
-    if ((tile + 1) * kBlockN - 1 > first_position)
+    if (masked)
       softmax_tile<true>(s, first_key, position, row_scale, row_max, row_sum, correction);
     else
       softmax_tile<false>(s, first_key, position, row_scale, row_max, row_sum, correction);
-    const float per_unit = kFp8Max / v_reference;
 #pragma unroll
     for (int nb = 0; nb < kBlockN / 8; ++nb) {
       const float2 v = v_scale_pair(nb);
-      const float fx = v.x * per_unit, fy = v.y * per_unit;
-      s[nb][0] *= fx, s[nb][1] *= fy, s[nb][2] *= fx, s[nb][3] *= fy;
+      s[nb][0] *= v.x * per_unit[0], s[nb][1] *= v.y * per_unit[0];
+      s[nb][2] *= v.x * per_unit[1], s[nb][3] *= v.y * per_unit[1];
     }
-    o_factor[0] = correction[0] * unit_ratio;
-    o_factor[1] = correction[1] * unit_ratio;
+    o_factor[0] = correction[0] * unit_ratio[0];
+    o_factor[1] = correction[1] * unit_ratio[1];
   };
   // A register's bytes are A's k positions 4 (lane % 4) + 0..3, here the keys 2 (lane % 4) + {0, 1, 8, 9} of the
   // 16-key half: the order in which transpose_v_tiles lays out Vᵀ.
@@ -375,9 +399,8 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   release(b.empty_vt, r.num_tiles - 1);
 
   // out = O v_unit / sum: the sums taken into O's unit.
-  const float per_unit = kFp8Max / v_reference;
-  row_sum[0] *= per_unit;
-  row_sum[1] *= per_unit;
+  row_sum[0] *= kFp8Max / v_reference[0];
+  row_sum[1] *= kFp8Max / v_reference[1];
   store_attention_rows<kHeadDim>(o, row_sum, p.out, p.num_heads, r.head, r.q_start, r.q_len, first_q + row_base);
 }
 

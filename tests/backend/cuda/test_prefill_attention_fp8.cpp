@@ -324,18 +324,12 @@ std::string fp8_case_name(const ::testing::TestParamInfo<Fp8PrefillCase>& info) 
 
 class PrefillAttentionFp8Test : public ::testing::TestWithParam<Fp8PrefillCase> {
  protected:
-  void check_within_bounds(const Fp8PrefillBatch& batch, unsigned seed) {
-    const Fp8PrefillCase& c = GetParam();
-    if (!prefill_attention_fp8_available(test_device(), c.shape.head_dim, c.block_size))
-      GTEST_SKIP() << "the fp8 prefill kernel needs an sm_90a build on a compute 9.0 GPU";
-    const AttentionShape shape = c.shape;
-    std::mt19937 rng(seed);
-    const Fp8PrefillCache fp8(shape, c.block_size, batch, rng);
+  // The kernel's output [total tokens, num_heads, head_dim] for `batch` over `fp8`'s cache, queries `q`.
+  std::vector<__nv_bfloat16> run_kernel(const Fp8PrefillBatch& batch, const Fp8PrefillCache& fp8,
+                                        const std::vector<__nv_bfloat16>& q) const {
     const PagedCache& cache = fp8.cache;
-    const std::vector<__nv_bfloat16> q = random_queries(batch, shape, rng);
     std::vector<int> q_starts(batch.q_lens.size());
     std::exclusive_scan(batch.q_lens.begin(), batch.q_lens.end(), q_starts.begin(), 0);
-
     DeviceArray<__nv_bfloat16> dq(q), out(q.size());
     DeviceArray<uint8_t> dk(cache.k_fp8), dv(cache.v_fp8);
     DeviceArray<float> dk_scales(cache.k_scales), dv_scales(cache.v_scales);
@@ -348,7 +342,22 @@ class PrefillAttentionFp8Test : public ::testing::TestWithParam<Fp8PrefillCase> 
     p.v_scales = dv_scales.get();
     p.out = out.get();
     launch_prefill_attention_fp8(p, test_stream());
-    const std::vector<__nv_bfloat16> result = out.download();
+    return out.download();
+  }
+
+  bool kernel_available() const {
+    return prefill_attention_fp8_available(test_device(), GetParam().shape.head_dim, GetParam().block_size);
+  }
+
+  void check_within_bounds(const Fp8PrefillBatch& batch, unsigned seed) {
+    const Fp8PrefillCase& c = GetParam();
+    if (!kernel_available()) GTEST_SKIP() << "the fp8 prefill kernel needs an sm_90a build on a compute 9.0 GPU";
+    const AttentionShape shape = c.shape;
+    std::mt19937 rng(seed);
+    const Fp8PrefillCache fp8(shape, c.block_size, batch, rng);
+    const PagedCache& cache = fp8.cache;
+    const std::vector<__nv_bfloat16> q = random_queries(batch, shape, rng);
+    const std::vector<__nv_bfloat16> result = run_kernel(batch, fp8, q);
 
     // The float64 reference over 4 K keys costs the most here: every 12th row (24th with many heads), and a quarter of
     // the heads per row, rotating with the row (every head and KV head is checked over the rows).
@@ -389,6 +398,29 @@ TEST_P(PrefillAttentionFp8Test, ManyShortSequences) {
     batch.q_lens.push_back(len_dist(rng));
   }
   check_within_bounds(batch, 34);
+}
+
+// A row's result depends on its own keys only (its Q scale, V unit and tiles are its own), not on the rows it shares a
+// query block with: a 700-token prompt prefilled whole and as 300 cached + 400 new tokens (other block boundaries)
+// agrees to the bf16 output's last bit, allowing one step where the tensor cores' accumulator rounds differently (a
+// block may add a fully masked tile of zeros that the other does not).
+TEST_P(PrefillAttentionFp8Test, ChunkingDoesNotChangeRows) {
+  SKIP_WITHOUT_GPU();
+  if (!kernel_available()) GTEST_SKIP() << "the fp8 prefill kernel needs an sm_90a build on a compute 9.0 GPU";
+  const Fp8PrefillCase& c = GetParam();
+  const Fp8PrefillBatch whole = {{0}, {700}}, chunked = {{300}, {400}};
+  std::mt19937 rng(35);
+  const Fp8PrefillCache fp8(c.shape, c.block_size, whole, rng);
+  const std::vector<__nv_bfloat16> q = random_queries(whole, c.shape, rng);
+  const size_t row_elements = static_cast<size_t>(c.shape.num_heads) * c.shape.head_dim;
+  const std::vector<__nv_bfloat16> tail(q.begin() + static_cast<ptrdiff_t>(300 * row_elements), q.end());
+  const std::vector<__nv_bfloat16> whole_out = run_kernel(whole, fp8, q), chunked_out = run_kernel(chunked, fp8, tail);
+  size_t differing = 0;
+  for (size_t i = 0; i < chunked_out.size(); ++i) {
+    const double a = to_float(whole_out[300 * row_elements + i]), b = to_float(chunked_out[i]);
+    if (!(std::fabs(a - b) <= std::ldexp(std::fabs(a), -7))) ++differing;
+  }
+  EXPECT_EQ(differing, 0u) << "of " << chunked_out.size();
 }
 
 // Qwen3-4B (GQA 4), a wider group, and 32-token blocks.

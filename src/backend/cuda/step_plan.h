@@ -55,7 +55,8 @@ struct StepLimits {
 
 class StepPlanner {
  public:
-  // gather_scratch_blocks: the fp8 prefill scratch's capacity in blocks (0 for a bf16 cache).
+  // gather_scratch_blocks: the fp8 prefill scratch's capacity in blocks (0 for a bf16 cache, and for an fp8 cache that
+  // the prefill attention reads itself: then no gather is planned).
   StepPlanner(const ModelConfig& config, const KvCacheShape& kv, int32_t scratch_block, int gather_scratch_blocks,
               const StepLimits& limits);
 

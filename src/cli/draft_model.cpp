@@ -7,6 +7,7 @@
 
 #include "backend/factory.h"
 #include "model/test_model.h"
+#include "util/byte_size.h"
 #include "util/error.h"
 #include "util/logging.h"
 
@@ -101,7 +102,12 @@ SpeculativeBackends create_backends(std::shared_ptr<const LoadedModel> target_mo
     reserve_draft_memory(*draft, target_options);
   }
   backends.target = create_backend(std::move(target_model), target_options);
-  if (draft) backends.draft = create_draft_backend(std::move(draft), target_options, *backends.target);
+  if (!draft) return backends;
+  backends.draft = create_draft_backend(std::move(draft), target_options, *backends.target);
+  const MemoryPlan plan = backends.draft->memory_plan();
+  spdlog::info("speculative decoding: draft model on {}: weights {}, KV cache {} ({} blocks, the target's block ids)",
+               backends.draft->name(), plan.weights ? format_bytes(*plan.weights) : "?", format_bytes(plan.kv.bytes),
+               plan.kv.num_blocks);
   return backends;
 }
 

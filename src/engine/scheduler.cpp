@@ -177,7 +177,7 @@ int32_t Scheduler::propose_drafts(Sequence& seq, int32_t budget) {
   const int32_t room =
       std::min({seq.max_tokens - seq.num_output_tokens(), options_.max_model_len - seq.num_tokens(), budget}) - 1;
   if (config.method == SpeculativeMethod::kDraftModel) {  // the draft fills them in request_draft_proposals()
-    spec.shadow_pending = spec.k == 0;
+    spec.shadow_pending = spec.k == 0 && seq.num_output_tokens() % kDraftShadowInterval == 0;
     return std::max(0, std::min(spec.k, room));
   }
   if (spec.k == 0) {

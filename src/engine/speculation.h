@@ -14,6 +14,10 @@ namespace qinfer {
 enum class SpeculativeMethod { kNone, kNgram, kDraftModel };
 
 inline constexpr int32_t kMaxSpeculativeTokens = 16;
+// A draft model's shadow proposal (while a sequence's speculation is off) costs a draft step, unlike an n-gram
+// lookup: it is made every this many output tokens only, so that an off sequence pays about 1/8 of a draft step per
+// token (the catch-up of the tokens in between is one chunk).
+inline constexpr int32_t kDraftShadowInterval = 8;
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::kNone;

@@ -236,7 +236,8 @@ TEST_P(EngineGpuInvariance, DraftModelSpeculation) {
     EXPECT_GT(spec.draft_tokens, 0u);
     EXPECT_GT(stats.draft.steps, 0u);
     if (weights == self) {
-      EXPECT_GT(spec.accepted_tokens * 10, spec.draft_tokens * 9);  // 90 % at least
+      // Rejections only where the verify step's rounding flips a near tie: 90 % accepted at least (fp8 KV: 60 %).
+      EXPECT_GT(spec.accepted_tokens * 10, spec.draft_tokens * (fp8() ? 6 : 9));
     }
     RecordProperty(weights == self ? "self_draft_accepted_of_proposed" : "other_draft_accepted_of_proposed",
                    std::to_string(spec.accepted_tokens) + " of " + std::to_string(spec.draft_tokens));

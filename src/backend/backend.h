@@ -39,6 +39,15 @@ struct BackendOptions {
   std::string gemm_tuning_cache_dir;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype
   int tensor_parallel_size = 1;  // --tensor-parallel-size: ranks the model is split over (docs/TENSOR_PARALLEL.md)
+  // A draft model beside this backend on the same device whose KV pools are indexed by this backend's block ids:
+  // each block this backend's budget sizes also pays for the draft's KV of the same block
+  // (draft_kv_bytes_per_block), and the draft's weights and activations (draft_reserved_bytes) come off the
+  // utilisation budget first. 0: no draft.
+  int64_t draft_kv_bytes_per_block = 0;
+  int64_t draft_reserved_bytes = 0;
+  // > 0: exactly this many KV blocks whatever the budget (the draft's backend takes its target's count); refused
+  // with kOutOfMemory when they do not fit.
+  int64_t kv_cache_num_blocks = 0;
 };
 
 // One sequence's share of a batch. Its tokens occupy positions [num_cached, num_cached + num_tokens).

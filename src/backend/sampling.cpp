@@ -110,72 +110,85 @@ int32_t argmax(std::span<const float> v) {
 
 }  // namespace
 
-SampleResult sample_token(std::span<const float> logits, const SamplingParams& p, const TokenHistory& history,
-                          uint64_t step) {
+double SamplingDistribution::probability(int32_t token) const {
+  auto it = std::lower_bound(ids.begin(), ids.end(), token);
+  if (it == ids.end() || *it != token || mass <= 0) return 0;
+  return weights[static_cast<size_t>(it - ids.begin())] / mass;
+}
+
+SamplingDistribution sampling_distribution(std::span<const float> logits, const SamplingParams& p,
+                                           const TokenHistory& history) {
+  const size_t vocab = logits.size();
+  SamplingDistribution result;
+  std::vector<float> work(logits.begin(), logits.end());
+  if (p.has_penalties()) apply_penalties(work, p, history);
+  if (p.greedy()) {
+    result.ids = {argmax(work)};
+    result.weights = {1.0};
+    result.mass = 1.0;
+    return result;
+  }
+  for (float& x : work) x /= p.temperature;
+  // Candidates in descending order of (processed) logit, lower id first on ties.
+  std::vector<int32_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  auto by_logit = [&](int32_t a, int32_t b) { return work[a] > work[b] || (work[a] == work[b] && a < b); };
+  size_t kept = vocab;
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
+    kept = static_cast<size_t>(p.top_k);
+    std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(kept), order.end(), by_logit);
+  } else if (p.top_p < 1.0f) {
+    std::sort(order.begin(), order.end(), by_logit);
+  }
+  const float top = *std::max_element(work.begin(), work.end());  // always kept: every filter keeps the max
+  std::vector<double> prob(kept);
+  double total = 0;
+  for (size_t i = 0; i < kept; ++i) total += prob[i] = std::exp(static_cast<double>(work[order[i]] - top));
+  if (p.top_p < 1.0f) {
+    // Smallest prefix (in probability order) whose mass reaches top_p.
+    double cumulative = 0;
+    size_t n = 0;
+    while (n < kept) {
+      cumulative += prob[n++] / total;
+      if (cumulative >= p.top_p) break;
+    }
+    kept = n;
+  }
+  // min_p: keep tokens with probability >= min_p * max probability (the max has prob[.] == 1 before normalising).
+  for (size_t i = 0; i < kept; ++i)
+    if (p.min_p <= 0.0f || prob[i] >= p.min_p) result.ids.push_back(order[i]);
+  // Ascending token-id order, so every backend walks the same sequence.
+  std::sort(result.ids.begin(), result.ids.end());
+  result.weights.reserve(result.ids.size());
+  for (int32_t id : result.ids) {
+    result.weights.push_back(std::exp(static_cast<double>(work[static_cast<size_t>(id)] - top)));
+    result.mass += result.weights.back();
+  }
+  return result;
+}
+
+int32_t draw_from(const SamplingDistribution& distribution, float uniform) {
+  const double target = static_cast<double>(uniform) * distribution.mass;
+  double cumulative = 0;
+  for (size_t i = 0; i < distribution.ids.size(); ++i) {
+    cumulative += distribution.weights[i];
+    if (cumulative > target) return distribution.ids[i];
+  }
+  return distribution.ids.back();
+}
+
+SampleResult raw_logprob_result(std::span<const float> logits, int32_t token, int num_top) {
   const size_t vocab = logits.size();
   SampleResult result;
-
+  result.token = token;
   // Log-softmax of the raw logits, accumulated in double.
   float max_logit = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
   for (float x : logits) sum += std::exp(static_cast<double>(x - max_logit));
   const float log_norm = max_logit + static_cast<float>(std::log(sum));
-
-  std::vector<float> work(logits.begin(), logits.end());
-  if (p.has_penalties()) apply_penalties(work, p, history);
-
-  if (p.greedy()) {
-    result.token = argmax(work);
-  } else {
-    for (float& x : work) x /= p.temperature;
-    // Candidates in descending order of (processed) logit, lower id first on ties.
-    std::vector<int32_t> order(vocab);
-    std::iota(order.begin(), order.end(), 0);
-    auto by_logit = [&](int32_t a, int32_t b) { return work[a] > work[b] || (work[a] == work[b] && a < b); };
-    size_t kept = vocab;
-    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
-      kept = static_cast<size_t>(p.top_k);
-      std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(kept), order.end(), by_logit);
-    } else if (p.top_p < 1.0f) {
-      std::sort(order.begin(), order.end(), by_logit);
-    }
-    const float top = *std::max_element(work.begin(), work.end());  // always kept: every filter keeps the max
-    std::vector<double> prob(kept);
-    double total = 0;
-    for (size_t i = 0; i < kept; ++i) total += prob[i] = std::exp(static_cast<double>(work[order[i]] - top));
-    if (p.top_p < 1.0f) {
-      // Smallest prefix (in probability order) whose mass reaches top_p.
-      double cumulative = 0;
-      size_t n = 0;
-      while (n < kept) {
-        cumulative += prob[n++] / total;
-        if (cumulative >= p.top_p) break;
-      }
-      kept = n;
-    }
-    // min_p: keep tokens with probability >= min_p * max probability (the max has prob[.] == 1 before normalising).
-    std::vector<int32_t> candidates;
-    for (size_t i = 0; i < kept; ++i)
-      if (p.min_p <= 0.0f || prob[i] >= p.min_p) candidates.push_back(order[i]);
-    // Inverse CDF in ascending token-id order, so every backend walks the same sequence.
-    std::sort(candidates.begin(), candidates.end());
-    double mass = 0;
-    for (int32_t id : candidates) mass += std::exp(static_cast<double>(work[static_cast<size_t>(id)] - top));
-    double target = static_cast<double>(sampling_uniform(p.seed, step)) * mass;
-    result.token = candidates.back();
-    double cumulative = 0;
-    for (int32_t id : candidates) {
-      cumulative += std::exp(static_cast<double>(work[static_cast<size_t>(id)] - top));
-      if (cumulative > target) {
-        result.token = id;
-        break;
-      }
-    }
-  }
-
-  result.logprob = logits[static_cast<size_t>(result.token)] - log_norm;
-  if (p.num_top_logprobs > 0) {
-    size_t k = std::min(vocab, static_cast<size_t>(p.num_top_logprobs));
+  result.logprob = logits[static_cast<size_t>(token)] - log_norm;
+  if (num_top > 0) {
+    size_t k = std::min(vocab, static_cast<size_t>(num_top));
     std::vector<int32_t> ids(vocab);
     std::iota(ids.begin(), ids.end(), 0);
     std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(k), ids.end(),
@@ -183,6 +196,13 @@ SampleResult sample_token(std::span<const float> logits, const SamplingParams& p
     for (size_t i = 0; i < k; ++i) result.top.push_back({ids[i], logits[static_cast<size_t>(ids[i])] - log_norm});
   }
   return result;
+}
+
+SampleResult sample_token(std::span<const float> logits, const SamplingParams& p, const TokenHistory& history,
+                          uint64_t step) {
+  const SamplingDistribution distribution = sampling_distribution(logits, p, history);
+  const int32_t token = p.greedy() ? distribution.ids.front() : draw_from(distribution, sampling_uniform(p.seed, step));
+  return raw_logprob_result(logits, token, p.num_top_logprobs);
 }
 
 }  // namespace qinfer

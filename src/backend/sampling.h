@@ -98,6 +98,27 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::arra
 // is batched, on any backend.
 float sampling_uniform(uint64_t seed, uint64_t step);
 
+// The distribution sample_token() draws from after penalties, temperature, top-k, top-p and min-p: the candidate ids
+// in ascending order with unnormalised weights (exp of the processed logit minus the largest; greedy: the argmax alone
+// with weight 1) and their sum. Speculative decoding with a draft model compares two of them (rejection sampling).
+struct SamplingDistribution {
+  std::vector<int32_t> ids;     // ascending
+  std::vector<double> weights;  // [ids.size()], > 0
+  double mass = 0;              // sum of weights, accumulated in id order
+  // The probability of `token` (0 when it is not a candidate).
+  double probability(int32_t token) const;
+};
+
+SamplingDistribution sampling_distribution(std::span<const float> logits, const SamplingParams& params,
+                                           const TokenHistory& history);
+
+// Inverse CDF over the candidates in ascending id order with `uniform` in [0, 1): the first id whose cumulative weight
+// exceeds uniform * mass (the last id when rounding leaves none).
+int32_t draw_from(const SamplingDistribution& distribution, float uniform);
+
+// `token` with its logprob under the raw `logits` and the num_top most likely ids (lower id first on ties).
+SampleResult raw_logprob_result(std::span<const float> logits, int32_t token, int num_top);
+
 // Reference sampler. `logits` [vocab] are the model's raw logits (left unchanged); `step` is the index of the token
 // being generated (0 for the first), which selects the random number.
 SampleResult sample_token(std::span<const float> logits, const SamplingParams& params, const TokenHistory& history,

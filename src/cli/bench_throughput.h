@@ -46,7 +46,9 @@ struct ThroughputReport {
   nlohmann::json to_json() const;
 };
 
-// Submits the whole workload at once and steps the engine until every request finished.
-ThroughputReport run_throughput(Backend& backend, const EngineOptions& options, const ThroughputWorkload& workload);
+// Submits the whole workload at once and steps the engine until every request finished. `draft`: the draft model's
+// backend for draft_model speculation.
+ThroughputReport run_throughput(Backend& backend, const EngineOptions& options, const ThroughputWorkload& workload,
+                                Backend* draft = nullptr);
 
 }  // namespace qinfer::cli

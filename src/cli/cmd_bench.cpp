@@ -12,6 +12,7 @@
 #include "backend/factory.h"
 #include "cli/bench_throughput.h"
 #include "cli/commands.h"
+#include "cli/draft_model.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
@@ -63,17 +64,21 @@ struct LatencyRun {
   std::vector<double> decode_step_seconds;
   int64_t decode_tokens = 0;     // tokens the decode steps produced, over all sequences
   SpeculationStats speculation;  // with --speculative-config
+  // Draft model, over the decode steps: the draft's steps and time, and the target's time in Backend calls (the
+  // verify steps' cost).
+  DraftStats draft;
+  double decode_backend_seconds = 0;
 };
 
 // With --speculative-config: the same sequences through the engine, which proposes and verifies tokens. Prefill is
 // every step until each sequence has its first token; each later step is a decode step, producing one or more tokens
 // per sequence.
-LatencyRun run_through_engine(Backend& backend, const LatencyFlags& f, const SamplingParams& sampling, int input_len,
-                              int output_len) {
+LatencyRun run_through_engine(Backend& backend, Backend* draft, const LatencyFlags& f, const SamplingParams& sampling,
+                              int input_len, int output_len) {
   EngineOptions options = engine_options_from_flags(f.backend, EngineFlags{});
   options.speculation = parse_speculative_config(f.speculative_config);
   options.max_model_len = f.input_len + f.output_len;  // what the bench needs, not the model's whole context
-  Engine engine(backend, options);                     // its own block manager: no prefix cached by an earlier run
+  Engine engine(backend, options, draft);              // its own block manager: no prefix cached by an earlier run
   std::vector<RequestHandle> handles;
   for (int s = 0; s < f.batch; ++s) {
     GenerationRequest request;
@@ -89,6 +94,7 @@ LatencyRun run_through_engine(Backend& backend, const LatencyFlags& f, const Sam
   size_t num_started = 0;
   const auto start = Clock::now();
   std::vector<StreamDelta> deltas;
+  EngineStats decode_start;  // the counters when every sequence had its first token
   for (;;) {
     const auto step_start = Clock::now();
     if (!engine.step() && !engine.has_work()) break;
@@ -107,13 +113,36 @@ LatencyRun run_through_engine(Backend& backend, const LatencyFlags& f, const Sam
         }
       }
     }
-    if (decoding)
+    if (decoding) {
       result.decode_step_seconds.push_back(step_seconds);
-    else if (num_started == handles.size())
+    } else if (num_started == handles.size()) {
       result.prefill_seconds = seconds_since(start);
+      decode_start = engine.stats();
+    }
   }
-  result.speculation = engine.stats().scheduler.speculation;
+  const EngineStats end = engine.stats();
+  result.speculation = end.scheduler.speculation;
+  result.draft = end.draft.since(decode_start.draft);
+  result.decode_backend_seconds = end.backend_seconds - decode_start.backend_seconds;
   return result;
+}
+
+// The cost curve of speculation: the target's time per verify step and the draft's per proposed token, from which
+// the speed-up at any acceptance rate follows.
+struct SpeculationCost {
+  double verify_seconds_per_step = 0;
+  double draft_seconds_per_token = 0;
+  double draft_seconds_per_step = 0;
+};
+
+SpeculationCost speculation_cost(const LatencyRun& run) {
+  SpeculationCost cost;
+  const double steps = static_cast<double>(run.decode_step_seconds.size());
+  if (steps > 0) cost.verify_seconds_per_step = run.decode_backend_seconds / steps;
+  if (run.draft.proposed_tokens > 0)
+    cost.draft_seconds_per_token = run.draft.seconds / static_cast<double>(run.draft.proposed_tokens);
+  if (run.draft.steps > 0) cost.draft_seconds_per_step = run.draft.seconds / static_cast<double>(run.draft.steps);
+  return cost;
 }
 
 class LatencyBench {
@@ -227,7 +256,9 @@ void run_latency(const LatencyFlags& f) {
   auto model = load_model_from_flags(f.model);
   const SamplingParams greedy{.temperature = 0};
   const SamplingParams sampling = sampling_params_from_flags(f.sampling, greedy, model->config.vocab_size);
-  auto backend = create_backend(model, f.backend);
+  SpeculativeBackends backends =
+      create_backends(model, f.model, f.backend, parse_speculative_config(f.speculative_config));
+  Backend* backend = backends.target.get();
   const ModelConfig& c = backend->config();
   if (f.input_len + f.output_len > backend->max_model_len())
     throw Error(ErrorKind::kInvalidArgument,
@@ -236,7 +267,7 @@ void run_latency(const LatencyFlags& f) {
   LatencyBench bench(*backend, f, f.backend, sampling);
   const bool speculative = !f.speculative_config.empty();
   auto measure = [&](int input_len, int output_len) {
-    return speculative ? run_through_engine(*backend, f, sampling, input_len, output_len)
+    return speculative ? run_through_engine(*backend, backends.draft.get(), f, sampling, input_len, output_len)
                        : bench.run(input_len, output_len);
   };
   spdlog::info("bench latency: warm-up");
@@ -251,6 +282,7 @@ void run_latency(const LatencyFlags& f) {
           ? 0
           : static_cast<double>(run.decode_tokens) / f.batch / static_cast<double>(run.decode_step_seconds.size());
   const SpeculationStats& spec = run.speculation;
+  const SpeculationCost cost = speculation_cost(run);
 
   std::vector<double> steps = run.decode_step_seconds;
   std::sort(steps.begin(), steps.end());
@@ -310,6 +342,17 @@ void run_latency(const LatencyFlags& f) {
       out["decode_seconds"] = decode_seconds;
       out["decode_tokens_per_second"] = decode_seconds > 0 ? run.decode_tokens / decode_seconds : 0.0;
       out["tokens_per_sequence_step"] = tokens_per_step;
+      out["verify_seconds_per_step"] = cost.verify_seconds_per_step;
+      if (backends.draft) {
+        out["draft"] = {{"steps", run.draft.steps},
+                        {"proposed_tokens", run.draft.proposed_tokens},
+                        {"catch_up_tokens", run.draft.catch_up_tokens},
+                        {"seconds", run.draft.seconds},
+                        {"seconds_per_proposed_token", cost.draft_seconds_per_token},
+                        {"seconds_per_step", cost.draft_seconds_per_step},
+                        {"device", backends.draft->name()},
+                        {"weights_bytes", backends.draft->memory_plan().weights.value_or(-1)}};
+      }
     }
     std::printf("%s\n", j.dump(2).c_str());
     return;
@@ -343,6 +386,15 @@ void run_latency(const LatencyFlags& f) {
         static_cast<unsigned long long>(spec.draft_tokens), static_cast<unsigned long long>(spec.accepted_tokens),
         spec.draft_tokens > 0 ? 100.0 * spec.accepted_tokens / spec.draft_tokens : 0.0, spec.mean_accepted_length(),
         per_position.empty() ? "-" : per_position.c_str());
+    std::printf("               verify: %.3f ms per decode step in the target's backend\n",
+                cost.verify_seconds_per_step * 1e3);
+    if (backends.draft)
+      std::printf(
+          "               draft: %.3f ms per proposed token (%llu proposals, %llu draft steps of %.3f ms, %llu "
+          "tokens caught up)\n",
+          cost.draft_seconds_per_token * 1e3, static_cast<unsigned long long>(run.draft.proposed_tokens),
+          static_cast<unsigned long long>(run.draft.steps), cost.draft_seconds_per_step * 1e3,
+          static_cast<unsigned long long>(run.draft.catch_up_tokens));
   }
   if (memory >= 0) std::printf("  GPU memory in use: %.2f GiB\n", static_cast<double>(memory) / (1u << 30));
 }

@@ -7,6 +7,7 @@
 
 #include "backend/factory.h"
 #include "cli/bench_throughput.h"
+#include "cli/draft_model.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"
 #include "cli/speculative_config.h"
@@ -47,13 +48,14 @@ void run_bench_throughput(const ThroughputFlags& f) {
                 "--input-len]");
   auto model = load_model_from_flags(f.model);
   BackendOptions backend_options = f.backend;
-  auto backend = create_backend(model, backend_options);
   EngineOptions options = engine_options_from_flags(backend_options, f.engine);
+  SpeculativeBackends backends = create_backends(model, f.model, backend_options, options.speculation);
+  Backend* backend = backends.target.get();
   const int vocab = model->config.vocab_size;
   ThroughputWorkload workload =
       f.dataset.empty() ? random_workload(f.num_prompts, f.input_len, f.output_len, f.shared_prefix_len, vocab, f.seed)
                         : read_dataset(f.dataset, vocab, f.output_len);
-  ThroughputReport report = run_throughput(*backend, options, workload);
+  ThroughputReport report = run_throughput(*backend, options, workload, backends.draft.get());
   nlohmann::json out = report.to_json();
   out["backend"] = backend->name();
   out["kv_cache_blocks"] = backend->kv_cache().num_blocks;
@@ -155,8 +157,9 @@ nlohmann::json ThroughputReport::to_json() const {
   return json;
 }
 
-ThroughputReport run_throughput(Backend& backend, const EngineOptions& options, const ThroughputWorkload& workload) {
-  Engine engine(backend, options);
+ThroughputReport run_throughput(Backend& backend, const EngineOptions& options, const ThroughputWorkload& workload,
+                                Backend* draft) {
+  Engine engine(backend, options, draft);
   {  // Warm-up (first-call allocations, graph capture) outside the timed region.
     GenerationRequest warmup;
     warmup.prompt.assign(workload.prompts[0].begin(),

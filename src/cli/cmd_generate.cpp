@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "backend/factory.h"
 #include "cli/commands.h"
+#include "cli/draft_model.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
@@ -83,11 +84,12 @@ Generated generate_plainly(Backend& backend, const GenerateFlags& f, const std::
 
 // With --speculative-config the sequence runs through the engine, which proposes and verifies tokens; its outputs
 // are those of the plain loop, token for token.
-Generated generate_speculatively(Backend& backend, const GenerateFlags& f, const std::vector<int32_t>& prompt,
-                                 const SamplingParams& sp) {
+Generated generate_speculatively(Backend& backend, Backend* draft, const GenerateFlags& f,
+                                 const std::vector<int32_t>& prompt, const SamplingParams& sp) {
   EngineOptions options = engine_options_from_flags(f.backend, EngineFlags{});
   options.speculation = parse_speculative_config(f.speculative_config);
-  Engine engine(backend, options);
+  if (draft != nullptr) options.max_model_len = std::min(backend.max_model_len(), draft->max_model_len());
+  Engine engine(backend, options, draft);
   GenerationRequest request;
   request.prompt = prompt;
   request.sampling = sp;
@@ -166,7 +168,9 @@ void run_generate(const GenerateFlags& f) {
   model_defaults.min_p = static_cast<float>(config.generation.min_p);
   const SamplingParams sp = sampling_params_from_flags(f.sampling, model_defaults, config.vocab_size);
 
-  auto backend = create_backend(model, f.backend);
+  SpeculativeBackends backends =
+      create_backends(model, f.model, f.backend, parse_speculative_config(f.speculative_config));
+  Backend* backend = backends.target.get();
   const int64_t total = static_cast<int64_t>(prompt.size()) + f.max_tokens;
   if (total > backend->max_model_len())
     throw Error(ErrorKind::kInvalidArgument, "prompt (" + std::to_string(prompt.size()) + " tokens) + --max-tokens (" +
@@ -178,8 +182,9 @@ void run_generate(const GenerateFlags& f) {
     throw Error(ErrorKind::kOutOfMemory, "the sequence needs " + std::to_string(blocks) + " KV blocks, the cache has " +
                                              std::to_string(kv.num_blocks));
   const auto start = std::chrono::steady_clock::now();
-  const Generated generated = f.speculative_config.empty() ? generate_plainly(*backend, f, prompt, sp)
-                                                           : generate_speculatively(*backend, f, prompt, sp);
+  const Generated generated = f.speculative_config.empty()
+                                  ? generate_plainly(*backend, f, prompt, sp)
+                                  : generate_speculatively(*backend, backends.draft.get(), f, prompt, sp);
   const std::vector<int32_t>& output = generated.output;
   const std::vector<SampleResult>& results = generated.results;
   const std::string& finish_reason = generated.finish_reason;

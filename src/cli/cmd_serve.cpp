@@ -11,6 +11,7 @@
 
 #include "backend/factory.h"
 #include "cli/commands.h"
+#include "cli/draft_model.h"
 #include "cli/engine_flags.h"
 #include "cli/model_loading.h"
 #include "cli/serve_help.h"
@@ -58,6 +59,7 @@ std::filesystem::path tokenizer_dir(const ModelFlags& flags) {
 // Everything that exists once the model is loaded; destroyed after the HTTP server has stopped.
 struct LoadedRuntime {
   std::unique_ptr<Backend> backend;
+  std::unique_ptr<Backend> draft;  // --speculative-config's draft model
   std::unique_ptr<server::PromptBuilder> prompts;
   std::unique_ptr<grammar::GrammarCompiler> grammars;
   std::unique_ptr<Engine> engine;
@@ -85,12 +87,14 @@ std::unique_ptr<LoadedRuntime> load_runtime(const ServeFlags& f, std::chrono::st
   end_phase("tokenizer");
   auto model = load_model_from_flags(f.model);
   end_phase("weights");
-  loaded->backend = create_backend(model, f.backend);
-  end_phase("backend");
   EngineOptions engine_options = engine_options_from_flags(f.backend, f.engine);
+  SpeculativeBackends backends = create_backends(model, f.model, f.backend, engine_options.speculation);
+  loaded->backend = std::move(backends.target);
+  loaded->draft = std::move(backends.draft);
+  end_phase("backend");
   apply_vllm_engine_flags(f.vllm, engine_options);
   engine_options.make_text_decoder = make_tokenizer_text_decoder(tokenizer);
-  loaded->engine = std::make_unique<Engine>(*loaded->backend, engine_options);
+  loaded->engine = std::make_unique<Engine>(*loaded->backend, engine_options, loaded->draft.get());
   spdlog::info("{}", engine_summary(*loaded->backend, f.backend, engine_options));
   spdlog::info("{}", memory_summary(loaded->backend->memory_plan(), loaded->engine->max_model_len()));
   loaded->engine->start();

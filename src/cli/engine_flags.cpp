@@ -8,8 +8,9 @@ namespace qinfer::cli {
 void add_speculative_config_flag(CLI::App& cmd, std::string& json) {
   cmd.add_option("--speculative-config", json,
                  "Speculative decoding as JSON, as in vLLM: '{\"method\": \"ngram\", \"num_speculative_tokens\": 4, "
-                 "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 1}' (also \"disable_by_batch_size\", default 8: "
-                 "off in a step with more decoding sequences); greedy and seeded outputs stay exactly the same")
+                 "\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 1}' or '{\"method\": \"draft_model\", \"model\": "
+                 "DIR, \"num_speculative_tokens\": 4}' (also \"disable_by_batch_size\", default 8: off in a step with "
+                 "more decoding sequences); greedy outputs stay exactly the same, sampled ones keep their distribution")
       ->check([](const std::string& text) {
         try {
           parse_speculative_config(text);

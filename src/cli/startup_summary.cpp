@@ -33,9 +33,11 @@ std::string engine_summary(const Backend& backend, const BackendOptions& b, cons
   const SpeculativeConfig& spec = e.speculation;
   if (spec.enabled() && backend.supports_multi_position_sampling())
     line += std::string(", speculative ") + speculative_method_name(spec.method) + " k " +
-            std::to_string(spec.num_speculative_tokens) + " (lookup " + std::to_string(spec.prompt_lookup_min) + ".." +
-            std::to_string(spec.prompt_lookup_max) + ", off above " + std::to_string(spec.disable_by_batch_size) +
-            " decoding sequences)";
+            std::to_string(spec.num_speculative_tokens) + " (" +
+            (spec.method == SpeculativeMethod::kDraftModel
+                 ? "draft " + spec.draft_model
+                 : "lookup " + std::to_string(spec.prompt_lookup_min) + ".." + std::to_string(spec.prompt_lookup_max)) +
+            ", off above " + std::to_string(spec.disable_by_batch_size) + " decoding sequences)";
   return line;
 }
 

@@ -140,6 +140,7 @@ void BlockManager::free(Sequence& seq) {
       push_free_front(*it);  // holds nothing reusable: hand it out first
   }
   seq.block_table.clear();
+  seq.speculation.draft_num_computed = 0;  // the draft's K/V lived in the same blocks
   seq.num_computed = 0;
   seq.num_registered_blocks = 0;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "engine/draft_verification.h"
 #include "util/byte_size.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -49,6 +50,30 @@ int32_t resolve_max_model_len(const EngineOptions& options, const Backend& backe
   return options.max_model_len == 0 ? backend_limit : options.max_model_len;
 }
 
+// A draft_model configuration's draft backend, checked against the target's; null for other methods.
+std::unique_ptr<DraftModelProposer> make_draft_proposer(const EngineOptions& options, const Backend& target,
+                                                        int32_t max_model_len, Backend* draft) {
+  if (options.speculation.method != SpeculativeMethod::kDraftModel) return nullptr;
+  if (draft == nullptr)
+    throw Error(ErrorKind::kInvalidArgument, "speculative method draft_model needs the draft model's backend");
+  const int32_t target_vocab = target.config().vocab_size, draft_vocab = draft->config().vocab_size;
+  if (draft_vocab != target_vocab)
+    throw Error(ErrorKind::kUnsupported, "the draft model's vocabulary has " + std::to_string(draft_vocab) +
+                                             " tokens, the target's " + std::to_string(target_vocab) +
+                                             ": a draft must share the target's tokenizer");
+  const KvCacheShape target_kv = target.kv_cache(), draft_kv = draft->kv_cache();
+  if (draft_kv.block_size != target_kv.block_size || draft_kv.num_blocks < target_kv.num_blocks)
+    throw Error(ErrorKind::kInvalidArgument,
+                "the draft model's KV cache (" + std::to_string(draft_kv.num_blocks) + " blocks of " +
+                    std::to_string(draft_kv.block_size) + " tokens) must hold the target's block ids (" +
+                    std::to_string(target_kv.num_blocks) + " blocks of " + std::to_string(target_kv.block_size) + ")");
+  if (draft->max_model_len() < max_model_len)
+    throw Error(ErrorKind::kInvalidArgument, "the draft model's context (" + std::to_string(draft->max_model_len()) +
+                                                 " tokens) is shorter than max_model_len " +
+                                                 std::to_string(max_model_len) + "; lower --max-model-len");
+  return std::make_unique<DraftModelProposer>(*draft, options.max_num_seqs, options.max_num_batched_tokens);
+}
+
 }  // namespace
 
 const char* finish_reason_name(FinishReason reason) {
@@ -69,7 +94,7 @@ const char* finish_reason_name(FinishReason reason) {
   return "";
 }
 
-Engine::Engine(Backend& backend, EngineOptions options)
+Engine::Engine(Backend& backend, EngineOptions options, Backend* draft)
     : backend_(backend),
       options_(with_supported_speculation(std::move(options), backend)),
       limits_{backend.config().vocab_size,
@@ -82,6 +107,7 @@ Engine::Engine(Backend& backend, EngineOptions options)
               options_.policy == SchedulingPolicy::kPriority},
       blocks_(limits_.num_blocks, limits_.block_size, options_.enable_prefix_caching),
       scheduler_(scheduler_options(options_, limits_.max_model_len, backend.config()), blocks_),
+      draft_proposer_(make_draft_proposer(options_, backend, limits_.max_model_len, draft)),
       seed_source_(options_.seed ? *options_.seed : std::random_device{}()) {
   int64_t blocks_per_seq = blocks_.blocks_for_tokens(limits_.max_model_len);
   if (blocks_per_seq > limits_.num_blocks) {
@@ -103,6 +129,17 @@ Engine::Engine(Backend& backend, EngineOptions options)
     throw Error(ErrorKind::kInvalidArgument,
                 "without chunked prefill, max_num_batched_tokens (" + std::to_string(options_.max_num_batched_tokens) +
                     ") must be at least max_model_len (" + std::to_string(limits_.max_model_len) + ")");
+  if (draft_proposer_)
+    scheduler_.set_draft_proposer([this](std::span<const DraftRequest> requests) {
+      try {
+        draft_proposer_->propose(requests);
+      } catch (const std::exception& e) {
+        // The slots are reserved and hold whatever the draft left there: verified by the rule for deterministic
+        // proposals (accepted while equal to the target's sample), so the output stays exact.
+        spdlog::error("engine: the draft model failed, its proposals this step are void: {}", e.what());
+        for (const DraftRequest& request : requests) request.seq->speculation.draft_distributions.clear();
+      }
+    });
   publish_stats();
 }
 
@@ -222,7 +259,7 @@ bool Engine::step() {
       updates_.clear();
       try {
         const Clock::time_point backend_start = Clock::now();
-        std::vector<SampleResult> results = backend_.step(batch);
+        std::vector<SampleResult> results = run_backend(batch);
         backend_seconds_ += std::chrono::duration<double>(Clock::now() - backend_start).count();
         scheduler_.postprocess(results, updates_);
       } catch (const std::exception& e) {
@@ -237,6 +274,26 @@ bool Engine::step() {
   if (ran) step_seconds_ += std::chrono::duration<double>(Clock::now() - step_start).count();
   publish_stats();
   return ran;
+}
+
+std::vector<SampleResult> Engine::run_backend(const Batch& batch) {
+  if (!draft_proposer_) return backend_.step(batch);
+  const std::vector<Sequence*> sequences = scheduler_.last_batch_sequences();
+  std::vector<const SpeculationState*> states(sequences.size(), nullptr);
+  bool rejection_sampling = false;
+  for (size_t i = 0; i < sequences.size(); ++i)
+    if (!sequences[i]->speculation.draft_distributions.empty() && batch.sequences[i].sample_all_positions) {
+      states[i] = &sequences[i]->speculation;
+      rejection_sampling = true;
+    }
+  // Greedy proposals are judged by the ordinary rule (proposal == the target's argmax): the device samples.
+  if (!rejection_sampling) return backend_.step(batch);
+  std::vector<float> logits = backend_.forward_logits(batch);
+  if (batch.prepare_constraints) batch.prepare_constraints();
+  std::vector<SampleResult> results =
+      sample_verified_batch_on_host(batch, logits, backend_.config().vocab_size, states);
+  for (Sequence* seq : sequences) seq->speculation.draft_distributions.clear();  // a vocabulary's worth each
+  return results;
 }
 
 std::function<void()> Engine::constraint_preparer(const Batch& batch) {
@@ -410,6 +467,7 @@ void Engine::publish_stats() {
   stats.backend_seconds = backend_seconds_;
   stats.memory = backend_.memory_plan();
   stats.speculation_active = options_.speculation.enabled();
+  if (draft_proposer_) stats.draft = draft_proposer_->stats();
   stats.backend_failure = backend_.failure();
   std::lock_guard lock(stats_mutex_);
   stats_ = stats;

@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "engine/block_manager.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/request.h"
 #include "engine/request_validation.h"
 #include "engine/scheduler.h"
@@ -71,13 +72,17 @@ struct EngineStats {
   double backend_seconds = 0;
   MemoryPlan memory;                // the backend's, fixed once it is loaded
   bool speculation_active = false;  // speculative decoding configured and supported by the backend
+  DraftStats draft;                 // draft-model speculation: the draft's steps and their wall time
   std::string backend_failure;      // Backend::failure(): non-empty once the backend can no longer run steps
 };
 
 class Engine {
  public:
   // `backend` must outlive the engine. Throws Error(kInvalidArgument) for limits that cannot work together.
-  Engine(Backend& backend, EngineOptions options);
+  // `draft`: the draft model's backend, required by (and only used with) the draft_model speculative method; it must
+  // outlive the engine, have the target's vocabulary (else kUnsupported) and block size, at least its KV blocks and
+  // its context (else kInvalidArgument).
+  Engine(Backend& backend, EngineOptions options, Backend* draft = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -126,6 +131,9 @@ class Engine {
   void expire_deadlines();
   void end_unscheduled(const std::string& reason);
   void emit(const SequenceUpdate& update);
+  // The backend's results for the batch; a verify step of sampled draft-model proposals is scored with
+  // forward_logits and judged on the host by rejection sampling (draft_verification.h).
+  std::vector<SampleResult> run_backend(const Batch& batch);
   // The batch's prepare_constraints: the masks of its constrained sampling sequences (empty when there are none).
   std::function<void()> constraint_preparer(const Batch& batch);
   void end_request(RequestState& request, FinishReason reason, const std::string& error);
@@ -140,6 +148,7 @@ class Engine {
   RequestLimits limits_;
   BlockManager blocks_;
   Scheduler scheduler_;
+  std::unique_ptr<DraftModelProposer> draft_proposer_;  // draft_model speculation only
 
   // Engine-thread state.
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;

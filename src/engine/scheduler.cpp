@@ -90,6 +90,7 @@ Batch& Scheduler::schedule() {
       schedule_running(seq, budget, preempted, slots);
   // Admitting new work right after preempting would only thrash the cache.
   if (!preempted) admit_waiting(budget, slots);
+  if (draft_proposer_) request_draft_proposals();
   build_batch();
   return batch_;
 }
@@ -168,12 +169,17 @@ int32_t Scheduler::propose_drafts(Sequence& seq, int32_t budget) {
   SpeculationState& spec = seq.speculation;
   spec.drafts.clear();
   spec.shadow_token = -1;
+  spec.shadow_pending = false;
   const SpeculativeConfig& config = options_.speculation;
   // Per-position masks of constrained decoding would need the grammar advanced through every proposal.
   if (!config.enabled() || !speculate_this_step_ || seq.matcher) return 0;
   // Proposals past max_tokens or the context could never be kept.
   const int32_t room =
       std::min({seq.max_tokens - seq.num_output_tokens(), options_.max_model_len - seq.num_tokens(), budget}) - 1;
+  if (config.method == SpeculativeMethod::kDraftModel) {  // the draft fills them in request_draft_proposals()
+    spec.shadow_pending = spec.k == 0 && seq.num_output_tokens() % kDraftShadowInterval == 0;
+    return std::max(0, std::min(spec.k, room));
+  }
   if (spec.k == 0) {
     propose_ngram(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, 1, spec.drafts);
     if (!spec.drafts.empty()) spec.shadow_token = spec.drafts.front();
@@ -184,6 +190,20 @@ int32_t Scheduler::propose_drafts(Sequence& seq, int32_t budget) {
   if (limit <= 0) return 0;
   propose_ngram(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, limit, spec.drafts);
   return static_cast<int32_t>(spec.drafts.size());
+}
+
+void Scheduler::request_draft_proposals() {
+  std::vector<DraftRequest> requests;
+  for (const Scheduled& item : scheduled_) {
+    Sequence& seq = *item.seq;
+    // Only decodes: their block tables cover every position the draft writes (the last token and the proposals).
+    const bool decode = item.num_new_tokens - item.num_drafts == 1 && seq.num_tokens() - seq.num_computed == 1;
+    if (item.num_drafts > 0)
+      requests.push_back({&seq, item.num_drafts, false});
+    else if (decode && seq.speculation.shadow_pending)
+      requests.push_back({&seq, 1, true});
+  }
+  if (!requests.empty()) draft_proposer_(requests);
 }
 
 Sequence* Scheduler::pick_victim(const Sequence* requester) const {
@@ -376,6 +396,8 @@ void Scheduler::accept_drafts(Sequence* seq, int32_t num_drafts, std::span<const
   }
   // K/V are valid for the sequence's last token and the proposals kept; the rest of the slots are dropped.
   seq->num_computed += produced;
+  // The draft's K/V stay valid up to the first position fed with a proposal that was not kept.
+  spec.draft_num_computed = std::min(spec.draft_num_computed, seq->num_computed);
   blocks_.release_surplus_slots(*seq);
   blocks_.register_computed_blocks(*seq);
   const int32_t kept = std::min(accepted, produced);

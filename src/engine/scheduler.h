@@ -16,12 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "engine/block_manager.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/prefill_cost.h"
 #include "engine/sequence.h"
 
@@ -89,6 +91,12 @@ class Scheduler {
   std::span<Sequence* const> running() const { return running_; }
   std::span<Sequence* const> waiting() const { return waiting_; }
 
+  // Draft-model speculation: called once per step, after the step's sequences and their proposal slots are chosen and
+  // before the batch is built, with the sequences that need proposals (engine.cpp passes the DraftModelProposer).
+  void set_draft_proposer(std::function<void(std::span<const DraftRequest>)> proposer) {
+    draft_proposer_ = std::move(proposer);
+  }
+
   // Queues a new sequence (status waiting, no blocks).
   void add(Sequence* seq);
 
@@ -134,6 +142,8 @@ class Scheduler {
   // postprocess() of a verified sequence: `results` has one sample per position (num_drafts + 1).
   void accept_drafts(Sequence* seq, int32_t num_drafts, std::span<const SampleResult> results,
                      std::vector<SequenceUpdate>& updates);
+  // Draft model: hands the scheduled decodes that take proposals (or a shadow proposal) to draft_proposer_.
+  void request_draft_proposals();
   void admit_waiting(int32_t& budget, PrefillSlots& slots);
   std::vector<Sequence*> waiting_in_policy_order() const;
   bool fork_gate_open(const Sequence& seq) const;
@@ -154,6 +164,7 @@ class Scheduler {
   SchedulerStats stats_;
   uint64_t step_counter_ = 0;
   bool speculate_this_step_ = false;
+  std::function<void(std::span<const DraftRequest>)> draft_proposer_;
 };
 
 }  // namespace qinfer

@@ -5,7 +5,15 @@
 namespace qinfer {
 
 const char* speculative_method_name(SpeculativeMethod method) {
-  return method == SpeculativeMethod::kNgram ? "ngram" : "none";
+  switch (method) {
+    case SpeculativeMethod::kNgram:
+      return "ngram";
+    case SpeculativeMethod::kDraftModel:
+      return "draft_model";
+    case SpeculativeMethod::kNone:
+      break;
+  }
+  return "none";
 }
 
 void SpeculationState::adapt_after_verify(int32_t proposed, int32_t accepted, int32_t max_k) {

@@ -4,13 +4,20 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "backend/sampling.h"
 
 namespace qinfer {
 
-enum class SpeculativeMethod { kNone, kNgram };
+enum class SpeculativeMethod { kNone, kNgram, kDraftModel };
 
 inline constexpr int32_t kMaxSpeculativeTokens = 16;
+// A draft model's shadow proposal (while a sequence's speculation is off) costs a draft step, unlike an n-gram
+// lookup: it is made every this many output tokens only, so that an off sequence pays about 1/8 of a draft step per
+// token (the catch-up of the tokens in between is one chunk).
+inline constexpr int32_t kDraftShadowInterval = 8;
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::kNone;
@@ -20,11 +27,15 @@ struct SpeculativeConfig {
   // A step in which more sequences decode than this runs without speculation: verifying costs more there than it
   // saves (0: no limit).
   int32_t disable_by_batch_size = 8;
+  // draft_model: the draft checkpoint (a directory or ORG/NAME) and, for dummy weights, its config.json. The CLI loads
+  // it; the engine is given the draft's backend.
+  std::string draft_model;
+  std::string draft_config;
 
   bool enabled() const { return method != SpeculativeMethod::kNone; }
 };
 
-// "ngram" (or "none").
+// "ngram", "draft_model" (or "none").
 const char* speculative_method_name(SpeculativeMethod method);
 
 // One sequence's speculation. `k` is how many tokens it may propose next (0: off, measuring only); it adapts to
@@ -34,6 +45,11 @@ struct SpeculationState {
   std::vector<int32_t> drafts;         // the proposals of the step in flight
   std::vector<int32_t> verify_output;  // output then drafts: the penalty history the verified positions see
   int32_t shadow_token = -1;           // while off: the token it would have proposed first (-1: none)
+  // Draft model: leading tokens whose K/V the draft's own cache holds for this sequence (same block ids as the
+  // target's), and, for a sampled request, the distribution each proposal was drawn from (q of rejection sampling).
+  int32_t draft_num_computed = 0;
+  bool shadow_pending = false;  // draft model, while off: the draft is to propose one token for shadow_token
+  std::vector<SamplingDistribution> draft_distributions;
 
   // After verifying `proposed` tokens of which the leading `accepted` matched: all accepted grows k by one (up to
   // max_k), some accepted sets it to that many, none halves it (1 becomes off).

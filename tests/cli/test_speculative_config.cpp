@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "cli/speculative_config.h"
 #include "testing/run_qinfer.h"
@@ -35,6 +37,24 @@ TEST(SpeculativeConfigFlag, ReadsVllmJson) {
             1);
 }
 
+TEST(SpeculativeConfigFlag, ReadsTheDraftModelSpellings) {
+  const SpeculativeConfig draft = parse_speculative_config(
+      R"({"method": "draft_model", "model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 5,
+          "disable_by_batch_size": 2})");
+  EXPECT_EQ(draft.method, SpeculativeMethod::kDraftModel);
+  EXPECT_EQ(draft.draft_model, "Qwen/Qwen3-0.6B");
+  EXPECT_EQ(draft.num_speculative_tokens, 5);
+  EXPECT_EQ(draft.disable_by_batch_size, 2);
+  // vLLM infers the method from the model, and older releases called it speculative_model.
+  const SpeculativeConfig inferred =
+      parse_speculative_config(R"({"speculative_model": "d", "num_speculative_tokens": 3})");
+  EXPECT_EQ(inferred.method, SpeculativeMethod::kDraftModel);
+  EXPECT_EQ(inferred.draft_model, "d");
+  const SpeculativeConfig shaped = parse_speculative_config(
+      R"({"method": "draft_model", "model": "0.6b-shape", "config": "c.json", "num_speculative_tokens": 1})");
+  EXPECT_EQ(shaped.draft_config, "c.json");
+}
+
 TEST(SpeculativeConfigFlag, RefusesBadInputWithTheReason) {
   struct Case {
     const char* json;
@@ -44,8 +64,12 @@ TEST(SpeculativeConfigFlag, RefusesBadInputWithTheReason) {
       {R"({"method": "ngram", "num_speculative_tokens": 4)", "not valid JSON"},
       {R"([1, 2])", "expected a JSON object"},
       {R"({"method": "medusa", "num_speculative_tokens": 4})", "unknown method 'medusa'"},
-      {R"({"method": "draft_model", "model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 4})",
-       "draft_model is not supported yet"},
+      {R"({"method": "draft_model", "num_speculative_tokens": 4})", "method draft_model needs \"model\""},
+      {R"({"method": "draft_model", "model": "m", "num_speculative_tokens": 17})",
+       "num_speculative_tokens must be in [1, 16], got 17"},
+      {R"({"method": "draft_model", "model": "m", "num_speculative_tokens": 4, "prompt_lookup_max": 2})",
+       "unknown key 'prompt_lookup_max'"},
+      {R"({"model": "m", "speculative_model": "n", "num_speculative_tokens": 4})", "not both"},
       {R"({"num_speculative_tokens": 4})", "method must be given"},
       {R"({"method": "ngram"})", "num_speculative_tokens is required"},
       {R"({"method": "ngram", "num_speculative_tokens": 0})", "num_speculative_tokens must be in [1, 16], got 0"},
@@ -72,7 +96,7 @@ TEST(SpeculativeConfigFlag, CommandsExitTwoBeforeLoadingTheModel) {
     const ProcessResult run =
         run_qinfer(std::string(command) + " --model /nonexistent/model --speculative-config " + bad);
     EXPECT_EQ(run.exit_code, 2) << command << "\n" << run.output;
-    EXPECT_NE(run.output.find("qinfer: error: --speculative-config: method draft_model is not supported yet"),
+    EXPECT_NE(run.output.find("qinfer: error: --speculative-config: method draft_model needs \"model\""),
               std::string::npos)
         << command << "\n"
         << run.output;
@@ -105,6 +129,54 @@ TEST(SpeculativeConfigFlag, GenerateAndBenchLatencyRunWithIt) {
   EXPECT_NE(bench.output.find("tokens per sequence step"), std::string::npos) << bench.output;
   EXPECT_NE(bench.output.find("mean accepted length"), std::string::npos) << bench.output;
   std::filesystem::remove_all(model);
+}
+
+// The draft_model method through the commands: the model as its own draft and another random model give generate's
+// greedy tokens and logprobs unchanged, a seeded sampled run repeats itself, bench latency reports the draft's cost,
+// and a draft of another vocabulary exits 5.
+TEST(SpeculativeConfigFlag, DraftModelThroughTheCommands) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("qinfer-cli-draft-" + std::to_string(::getpid()));
+  const fs::path target = dir / "target", other = dir / "other";
+  ASSERT_EQ(run_qinfer("make-test-model --preset tiny --seed 3 --out " + target.string()).exit_code, 0);
+  ASSERT_EQ(run_qinfer("make-test-model --preset tiny-untied --seed 4 --out " + other.string()).exit_code, 0);
+  auto spec = [](const fs::path& draft) {
+    return R"( --speculative-config '{"method": "draft_model", "model": ")" + draft.string() +
+           R"(", "num_speculative_tokens": 3}')";
+  };
+  const std::string generate = "generate --device cpu --threads 2 --model " + target.string() +
+                               " --prompt-ids 1,2,3,4,5,6,7,8 --max-tokens 20 --ignore-eos --json";
+  const ProcessResult plain = run_qinfer(generate + " --temperature 0");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  for (const fs::path& draft : {target, other}) {
+    const ProcessResult speculative = run_qinfer(generate + " --temperature 0" + spec(draft));
+    ASSERT_EQ(speculative.exit_code, 0) << speculative.output;
+    EXPECT_EQ(speculative.output, plain.output) << draft;
+  }
+  const std::string sampled = generate + " --temperature 0.9 --seed 5" + spec(other);
+  const ProcessResult first = run_qinfer(sampled), second = run_qinfer(sampled);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output, second.output);
+  const ProcessResult bench = run_qinfer("bench latency --device cpu --threads 2 --model " + target.string() +
+                                         " --input-len 16 --output-len 12" + spec(target));
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("ms per proposed token"), std::string::npos) << bench.output;
+  EXPECT_NE(bench.output.find("verify:"), std::string::npos) << bench.output;
+  // Another vocabulary: a dummy draft from a config.json that says so.
+  const fs::path config = dir / "other-vocab.json";
+  {
+    std::ifstream in(other / "config.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"vocab_size\": 151936");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, 20, "\"vocab_size\": 152064");
+    std::ofstream(config) << text;
+  }
+  const ProcessResult refused = run_qinfer(
+      "generate --device cpu --load-format dummy --preset tiny --prompt-ids 1,2 --max-tokens 2" + spec(config));
+  EXPECT_EQ(refused.exit_code, 5) << refused.output;
+  EXPECT_NE(refused.output.find("vocabulary"), std::string::npos) << refused.output;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -51,7 +51,10 @@ CpuBackend::CpuBackend(std::shared_ptr<const LoadedModel> model, const BackendOp
       CpuKvCache::block_bytes(options.kv_cache_dtype, c.num_layers, options.block_size, c.num_kv_heads, c.head_dim);
   int64_t bytes = options.kv_cache_bytes > 0 ? options.kv_cache_bytes : kDefaultKvBytes;
   const int64_t blocks_per_seq = (max_model_len_ + options.block_size - 1) / options.block_size;
-  int64_t num_blocks = std::min(bytes / bytes_per_block, blocks_per_seq * std::max(1, options.max_num_seqs));
+  int64_t num_blocks = options.kv_cache_num_blocks > 0
+                           ? options.kv_cache_num_blocks
+                           : std::min(bytes / (bytes_per_block + options.draft_kv_bytes_per_block),
+                                      blocks_per_seq * std::max(1, options.max_num_seqs));
   if (num_blocks < 1)
     throw Error(ErrorKind::kOutOfMemory, "KV cache of " + format_bytes(bytes) + " holds no block of " +
                                              format_bytes(bytes_per_block) + "; raise --kv-cache-memory-bytes");

@@ -145,10 +145,12 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
     allocated.push_back({"dequantized weight scratch", quantized_scratch.dequantized});
   if (quantized_scratch.gemm_partials > 0)
     allocated.push_back({"quantized GEMM partial sums", quantized_scratch.gemm_partials});
-  kv_ = std::make_unique<cuda::KvPool>(c,
-                                       cuda::KvPoolOptions{options.kv_cache_dtype, options.block_size, max_model_len_,
-                                                           options.gpu_memory_utilization, options.kv_cache_bytes},
-                                       allocated);
+  kv_ = std::make_unique<cuda::KvPool>(
+      c,
+      cuda::KvPoolOptions{options.kv_cache_dtype, options.block_size, max_model_len_, options.gpu_memory_utilization,
+                          options.kv_cache_bytes, options.draft_kv_bytes_per_block, options.draft_reserved_bytes,
+                          options.kv_cache_num_blocks},
+      allocated);
   planner_ = std::make_unique<cuda::StepPlanner>(
       c, kv_->shape(), kv_->scratch_block(), attention_->gather_scratch_blocks(),
       cuda::StepLimits{options.max_num_seqs, options.max_num_batched_tokens, max_model_len_});

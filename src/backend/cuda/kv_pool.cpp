@@ -45,10 +45,17 @@ KvPool::KvPool(const ModelConfig& c, const KvPoolOptions& options, const std::ve
   const size_t block_bytes = static_cast<size_t>(c.num_layers) * 2 * c.num_kv_heads * options.block_size *
                              static_cast<size_t>(kv_cache_vector_bytes(options.dtype, c.head_dim));
   const double used = static_cast<double>(total_bytes - free_bytes);
-  const double budget = options.kv_cache_bytes > 0
-                            ? static_cast<double>(options.kv_cache_bytes)
-                            : options.gpu_memory_utilization * static_cast<double>(total_bytes) - used;
-  const int64_t num_blocks = budget > 0 ? static_cast<int64_t>(budget / static_cast<double>(block_bytes)) - 1 : 0;
+  // The visible blocks plus the scratch block must fit; a draft beside this pool pays for its KV per block.
+  const double budget =
+      options.num_blocks > 0       ? static_cast<double>(options.num_blocks + 1) * static_cast<double>(block_bytes)
+      : options.kv_cache_bytes > 0 ? static_cast<double>(options.kv_cache_bytes)
+                                   : options.gpu_memory_utilization * static_cast<double>(total_bytes) - used -
+                                         static_cast<double>(options.draft_reserved_bytes);
+  const double bytes_per_block =
+      static_cast<double>(block_bytes + static_cast<size_t>(options.draft_kv_bytes_per_block));
+  const int64_t num_blocks = options.num_blocks > 0 ? options.num_blocks
+                             : budget > 0           ? static_cast<int64_t>(budget / bytes_per_block) - 1
+                                                    : 0;
   const std::string dtype_name = kv_cache_dtype_name(options.dtype);
   if (num_blocks < blocks_needed || budget > static_cast<double>(free_bytes)) {
     std::string parts;

@@ -54,6 +54,11 @@ struct KvPoolOptions {
   int max_model_len = 0;  // one sequence of this length must fit
   double gpu_memory_utilization = 0.9;
   int64_t kv_cache_bytes = 0;  // > 0: this many bytes instead of the utilisation budget
+  // BackendOptions' draft fields: a draft's KV bytes per block of this pool and its other bytes, both taken from the
+  // budget; and an exact block count (a draft's pool: its target's count), which ignores the budget.
+  int64_t draft_kv_bytes_per_block = 0;
+  int64_t draft_reserved_bytes = 0;
+  int64_t num_blocks = 0;
 };
 
 class KvPool {

@@ -39,7 +39,8 @@ struct Step {
 };
 
 // `periodic`: prompts that repeat every 7 tokens after the shared part, so that n-gram speculation finds proposals.
-std::vector<GenerationRequest> requests(bool periodic = false) {
+// `temperature` above 0: seeded sampling.
+std::vector<GenerationRequest> requests(bool periodic = false, float temperature = 0.0f) {
   std::vector<int32_t> shared(40);  // two and a half blocks shared by half of the prompts: prefix-cache hits
   std::iota(shared.begin(), shared.end(), 3000);
   std::vector<GenerationRequest> result;
@@ -48,7 +49,8 @@ std::vector<GenerationRequest> requests(bool periodic = false) {
     request.prompt = i % 2 == 0 ? shared : std::vector<int32_t>{};
     for (int t = 0; t < 9 + 11 * i; ++t)
       request.prompt.push_back((700 + 977 * i + 131 * (periodic ? t % 7 : t)) % 150000);
-    request.sampling.temperature = 0.0f;
+    request.sampling.temperature = temperature;
+    request.seed = 100 + static_cast<uint64_t>(i);
     request.sampling.num_top_logprobs = 2;
     request.logprobs = true;
     request.max_tokens = kMaxTokens;
@@ -65,7 +67,7 @@ class EngineGpuInvariance : public ::testing::TestWithParam<KvCacheDtype> {
     model_ = std::make_shared<LoadedModel>(make_dummy_model(test_model_preset("tiny"), 11, nullptr));
   }
 
-  std::unique_ptr<Backend> backend(int64_t kv_cache_bytes = int64_t{64} << 20) const {
+  BackendOptions backend_options() const {
     BackendOptions o;
     o.device = "cuda";
     o.kv_cache_dtype = GetParam();
@@ -73,16 +75,28 @@ class EngineGpuInvariance : public ::testing::TestWithParam<KvCacheDtype> {
     o.max_model_len = kMaxModelLen;
     o.max_num_seqs = kRequests;
     o.max_num_batched_tokens = kMaxModelLen;
+    return o;
+  }
+
+  std::unique_ptr<Backend> backend(int64_t kv_cache_bytes = int64_t{64} << 20) const {
+    BackendOptions o = backend_options();
     o.kv_cache_bytes = kv_cache_bytes;
     return create_backend(model_, o);
   }
 
+  // A draft model's backend beside `target`: its own pools, indexed by the target's block ids.
+  std::unique_ptr<Backend> draft_backend(const Backend& target, std::shared_ptr<const LoadedModel> weights) const {
+    BackendOptions o = backend_options();
+    o.kv_cache_num_blocks = target.kv_cache().num_blocks;
+    return create_backend(std::move(weights), o);
+  }
+
   // Every request submitted at once; the streamed steps of each, and the engine's statistics.
-  std::vector<std::vector<Step>> run(Backend& backend, EngineOptions options, EngineStats* stats,
-                                     bool periodic = false) const {
-    Engine engine(backend, std::move(options));
+  std::vector<std::vector<Step>> run(Backend& backend, EngineOptions options, EngineStats* stats, bool periodic = false,
+                                     Backend* draft = nullptr, float temperature = 0.0f) const {
+    Engine engine(backend, std::move(options), draft);
     std::vector<std::vector<Step>> outputs;
-    for (const std::vector<StreamDelta>& deltas : run_to_completion(engine, requests(periodic))) {
+    for (const std::vector<StreamDelta>& deltas : run_to_completion(engine, requests(periodic, temperature))) {
       std::vector<Step> steps;
       for (const StreamDelta& delta : deltas)
         for (size_t i = 0; i < delta.token_ids.size(); ++i) {
@@ -179,25 +193,71 @@ TEST_P(EngineGpuInvariance, ForcedPreemption) {
   expect_invariant(expected, batched);
 }
 
+// k = 4 at every batch size.
+EngineOptions speculative_options(SpeculativeMethod method) {
+  EngineOptions options;
+  options.max_num_seqs = kRequests;
+  options.max_num_batched_tokens = 64;
+  options.speculation.method = method;
+  options.speculation.num_speculative_tokens = 4;
+  options.speculation.disable_by_batch_size = 0;  // speculate at every batch size
+  return options;
+}
+
 // N-gram speculation (k = 4) over the batch: verify steps of up to five positions per sequence next to decodes and
 // prefill chunks, each request's output as without speculation and alone.
 TEST_P(EngineGpuInvariance, NgramSpeculation) {
   const auto expected = solo(/*periodic=*/true);
   auto gpu = backend();
   ASSERT_TRUE(gpu->supports_multi_position_sampling());
-  EngineOptions options;
-  options.max_num_seqs = kRequests;
-  options.max_num_batched_tokens = 64;
-  options.speculation.method = SpeculativeMethod::kNgram;
-  options.speculation.num_speculative_tokens = 4;
-  options.speculation.disable_by_batch_size = 0;  // speculate at every batch size
   EngineStats stats;
-  const auto speculative = run(*gpu, options, &stats, /*periodic=*/true);
+  const auto speculative = run(*gpu, speculative_options(SpeculativeMethod::kNgram), &stats, /*periodic=*/true);
   EXPECT_TRUE(stats.speculation_active);
   EXPECT_GT(stats.scheduler.speculation.draft_tokens, 0u);
   RecordProperty("accepted_of_proposed", std::to_string(stats.scheduler.speculation.accepted_tokens) + " of " +
                                              std::to_string(stats.scheduler.speculation.draft_tokens));
   expect_invariant(expected, speculative);
+}
+
+// A draft model (k = 4) over the batch: the target's own weights (every proposal accepted but for near ties) and
+// another random model (few accepted); each request's greedy output as without speculation and alone.
+TEST_P(EngineGpuInvariance, DraftModelSpeculation) {
+  const auto expected = solo();
+  auto gpu = backend();
+  const std::shared_ptr<const LoadedModel> self = model_;
+  const std::shared_ptr<const LoadedModel> other =
+      std::make_shared<const LoadedModel>(make_dummy_model(test_model_preset("tiny-untied"), 5, nullptr));
+  for (const std::shared_ptr<const LoadedModel>& weights : {self, other}) {
+    auto draft = draft_backend(*gpu, weights);
+    EngineStats stats;
+    const auto speculative = run(*gpu, speculative_options(SpeculativeMethod::kDraftModel), &stats, false, draft.get());
+    EXPECT_TRUE(stats.speculation_active);
+    const SpeculationStats& spec = stats.scheduler.speculation;
+    EXPECT_GT(spec.draft_tokens, 0u);
+    EXPECT_GT(stats.draft.steps, 0u);
+    if (weights == self) {
+      // Rejections only where the verify step's rounding flips a near tie: 90 % accepted at least (fp8 KV: 60 %).
+      EXPECT_GT(spec.accepted_tokens * 10, spec.draft_tokens * (fp8() ? 6 : 9));
+    }
+    RecordProperty(weights == self ? "self_draft_accepted_of_proposed" : "other_draft_accepted_of_proposed",
+                   std::to_string(spec.accepted_tokens) + " of " + std::to_string(spec.draft_tokens));
+    expect_invariant(expected, speculative);
+  }
+}
+
+// Seeded sampled requests with a draft model (rejection sampling on the host) give the same tokens in two runs.
+TEST_P(EngineGpuInvariance, DraftModelSampledRepeatsRunToRun) {
+  auto gpu = backend();
+  const auto other = std::make_shared<LoadedModel>(make_dummy_model(test_model_preset("tiny-untied"), 5, nullptr));
+  auto draft = draft_backend(*gpu, other);
+  std::vector<std::vector<std::vector<Step>>> runs;
+  for (int r = 0; r < 2; ++r) {
+    EngineStats stats;
+    runs.push_back(run(*gpu, speculative_options(SpeculativeMethod::kDraftModel), &stats, false, draft.get(), 0.8f));
+    EXPECT_GT(stats.scheduler.speculation.verifications, 0u);
+  }
+  for (size_t i = 0; i < runs[0].size(); ++i)
+    for (size_t t = 0; t < runs[0][i].size(); ++t) EXPECT_EQ(runs[0][i][t].token, runs[1][i][t].token) << i << " " << t;
 }
 
 INSTANTIATE_TEST_SUITE_P(KvCacheDtypes, EngineGpuInvariance,

@@ -1,9 +1,10 @@
 // `qinfer generate --device cuda --speculative-config '{"method": "ngram", ...}'` end to end on a generated tiny model,
-// against the same command without speculation, greedy and seeded. Verify steps run the prefill path where plain
-// decode runs the decode path (other GEMVs and attention kernels), so the logits move by bf16 rounding and a near tie
-// may flip (as EngineGpuInvariance states): tokens must be equal until a flip, greedy flips only where the plain run's
-// top-2 margin is below the tie margin, logprobs equal within a tolerance up to there, and at least three quarters of
-// all tokens compared. A broken verify step (a wrong position, draw or K/V row) shows as early O(1) differences.
+// against the same command without speculation, greedy and seeded; and the draft_model method. Verify steps run the
+// prefill path where plain decode runs the decode path (other GEMVs and attention kernels), so the logits move by bf16
+// rounding and a near tie may flip (as EngineGpuInvariance states): tokens must be equal until a flip, greedy flips
+// only where the plain run's top-2 margin is below the tie margin, logprobs equal within a tolerance up to there, and
+// at least three quarters of all tokens compared. A broken verify step (a wrong position, draw or K/V row) shows as
+// early O(1) differences.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -113,6 +114,25 @@ TEST_F(SpeculativeGenerateGpu, NgramOutputEqualsPlainGreedyAndSeeded) {
   std::vector<std::vector<GeneratedToken>> speculative;
   for (const std::string& seed : seeds) speculative.push_back(generate(prompts[0], seeded(seed), k4));
   expect_same(plain_seeded, speculative, /*greedy=*/false);
+}
+
+// The draft_model method through generate on the GPU: the model as its own draft gives the plain greedy tokens (up to
+// near ties), and a seeded sampled request (rejection sampling) gives the same tokens twice.
+TEST_F(SpeculativeGenerateGpu, DraftModelGreedyEqualsPlainAndSeededRepeats) {
+  const std::vector<std::string> prompts = {"1,2,3,4,5,6,7,8,9", "70,80,90,100,110,120,130"};
+  const std::string draft =
+      R"({"method": "draft_model", "model": ")" + model_.string() + R"(", "num_speculative_tokens": 4})";
+  std::vector<std::vector<GeneratedToken>> plain, speculative;
+  for (const std::string& prompt : prompts) {
+    plain.push_back(generate(prompt, "--temperature 0", ""));
+    speculative.push_back(generate(prompt, "--temperature 0", draft));
+  }
+  expect_same(plain, speculative, /*greedy=*/true);
+  const std::vector<GeneratedToken> first = generate(prompts[0], "--temperature 0.8 --seed 21", draft);
+  const std::vector<GeneratedToken> second = generate(prompts[0], "--temperature 0.8 --seed 21", draft);
+  ASSERT_EQ(first.size(), static_cast<size_t>(kMaxTokens));
+  ASSERT_EQ(second.size(), first.size());
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i].token, second[i].token) << "token " << i;
 }
 
 }  // namespace

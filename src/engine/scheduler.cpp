@@ -102,6 +102,11 @@ Batch& Scheduler::schedule() {
   latency_cost_left_ = options_.target_step_ms > 0 && step_has_decodes_
                            ? step_time_.prefill_budget(options_.target_step_ms)
                            : std::numeric_limits<double>::infinity();
+  // Under the latency target the prompts with the fewest tokens left go first, so a chat that arrived beside a
+  // document gets its first token in a step or two instead of sharing the minimum chunk for the whole document.
+  if (!std::isinf(latency_cost_left_))
+    std::stable_sort(running.begin(), running.end(),
+                     [&](const Sequence* a, const Sequence* b) { return remaining(a) < remaining(b); });
   for (Sequence* seq : running)
     if (seq->status == SequenceStatus::kRunning && seq->scheduled_in_step != step_counter_ && remaining(seq) > 1)
       schedule_running(seq, budget, preempted, slots);

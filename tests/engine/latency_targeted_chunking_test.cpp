@@ -170,8 +170,41 @@ TEST(LatencyTargetedChunking, ALongPromptBesideChatsKeepsEveryStepWithinTheTarge
   EXPECT_GT(max_ms, 0.8 * kTargetMs) << "the target is used, not undershot";
   EXPECT_LE(mixed.ttft_ms, 1.3 * alone.ttft_ms) << "alone " << alone.ttft_ms << " ms";
   EXPECT_GT(mixed.latency_limited_chunks, 0u);
+  RecordProperty("ttft_alone_ms", std::to_string(alone.ttft_ms));
+  RecordProperty("ttft_beside_chats_ms", std::to_string(mixed.ttft_ms));
+  RecordProperty("steps_beside_chats", std::to_string(mixed.during.size()));
+  RecordProperty("max_step_ms", std::to_string(max_ms));
   // Each chat got one token per step while the document was prefilled (plus those of the steps before it).
   for (int32_t tokens : mixed.chat_outputs) EXPECT_GE(tokens, static_cast<int32_t>(mixed.during.size()));
+}
+
+TEST(LatencyTargetedChunking, AChatArrivingBesideADocumentGetsItsFirstTokenWithinAFewSteps) {
+  TimedFakeBackend backend(long_context_model());
+  EngineOptions options;
+  options.max_num_seqs = 64;
+  options.max_num_batched_tokens = kBudget;
+  options.target_itl_ms = kTargetMs;
+  options.clock = [&backend] { return backend.now; };
+  Engine engine(backend, options);
+  for (int32_t i = 0; i < kNumChats; ++i) engine.submit(request_of(20 * i + 3, 16, 2000));
+  for (int i = 0; i < 8; ++i) engine.step();
+  RequestHandle document = engine.submit(request_of(7000, kLongPrompt, 1));
+  for (int i = 0; i < 20; ++i) engine.step();  // the document is well into its prompt
+  const Clock::time_point submitted = backend.now;
+  RequestHandle chat = engine.submit(request_of(9001, 1024, 4));
+  std::vector<StreamDelta> deltas;
+  int steps = 0;
+  while (deltas.empty() && steps < 100) {
+    engine.step();
+    ++steps;
+    chat.stream->wait_drain(deltas, std::chrono::milliseconds(0));
+  }
+  EXPECT_LE(steps, 3) << "a 1K prompt beside a 128K one";
+  const double ttft_ms = std::chrono::duration<double, std::milli>(backend.now - submitted).count();
+  EXPECT_LE(ttft_ms, 3 * kTargetMs);
+  std::vector<StreamDelta> document_deltas;
+  document.stream->wait_drain(document_deltas, std::chrono::milliseconds(0));
+  EXPECT_TRUE(document_deltas.empty()) << "the document was still in its prompt";
 }
 
 TEST(LatencyTargetedChunking, OffChunksByTokenBudgetAndCostAsBefore) {

@@ -104,6 +104,32 @@ GenerationRequest request_of(int32_t first, int32_t length, int32_t max_tokens) 
   return request;
 }
 
+// The engine over the timed fake backend (its clock the backend's), 64 seats and the default token budget.
+struct TimedEngine {
+  explicit TimedEngine(double target_ms) : engine(backend, options(backend, target_ms)) {}
+
+  // Submits `chats` short chats and runs their prompts and a few decode-only steps.
+  std::vector<RequestHandle> start_chats(int32_t chats) {
+    std::vector<RequestHandle> handles;
+    for (int32_t i = 0; i < chats; ++i) handles.push_back(engine.submit(request_of(20 * i + 3, 16, 2000)));
+    for (int i = 0; i < 8 && chats > 0; ++i) EXPECT_TRUE(engine.step());
+    return handles;
+  }
+
+  TimedFakeBackend backend{long_context_model()};
+  Engine engine;
+
+ private:
+  static EngineOptions options(TimedFakeBackend& backend, double target_ms) {
+    EngineOptions options;
+    options.max_num_seqs = 64;
+    options.max_num_batched_tokens = kBudget;
+    options.target_itl_ms = target_ms;
+    options.clock = [&backend] { return backend.now; };
+    return options;
+  }
+};
+
 struct LongPromptRun {
   double ttft_ms = 0;                 // from its submission to its first token, on the fake clock
   std::vector<StepRecord> during;     // the steps from its submission to its first token
@@ -113,16 +139,10 @@ struct LongPromptRun {
 
 // A 128K prompt alone (chats = 0) or beside `chats` decoding chats.
 LongPromptRun run_long_prompt(int32_t chats, double target_ms) {
-  TimedFakeBackend backend(long_context_model());
-  EngineOptions options;
-  options.max_num_seqs = 64;
-  options.max_num_batched_tokens = kBudget;
-  options.target_itl_ms = target_ms;
-  options.clock = [&backend] { return backend.now; };
-  Engine engine(backend, options);
-  std::vector<RequestHandle> chat_handles;
-  for (int32_t i = 0; i < chats; ++i) chat_handles.push_back(engine.submit(request_of(20 * i + 3, 16, 2000)));
-  for (int i = 0; i < 8 && chats > 0; ++i) EXPECT_TRUE(engine.step());  // prompts, then decode-only steps
+  TimedEngine timed(target_ms);
+  TimedFakeBackend& backend = timed.backend;
+  Engine& engine = timed.engine;
+  std::vector<RequestHandle> chat_handles = timed.start_chats(chats);
   const size_t first_step = backend.steps.size();
   const Clock::time_point submitted = backend.now;
   RequestHandle document = engine.submit(request_of(7000, kLongPrompt, 1));
@@ -179,15 +199,10 @@ TEST(LatencyTargetedChunking, ALongPromptBesideChatsKeepsEveryStepWithinTheTarge
 }
 
 TEST(LatencyTargetedChunking, AChatArrivingBesideADocumentGetsItsFirstTokenWithinAFewSteps) {
-  TimedFakeBackend backend(long_context_model());
-  EngineOptions options;
-  options.max_num_seqs = 64;
-  options.max_num_batched_tokens = kBudget;
-  options.target_itl_ms = kTargetMs;
-  options.clock = [&backend] { return backend.now; };
-  Engine engine(backend, options);
-  for (int32_t i = 0; i < kNumChats; ++i) engine.submit(request_of(20 * i + 3, 16, 2000));
-  for (int i = 0; i < 8; ++i) engine.step();
+  TimedEngine timed(kTargetMs);
+  TimedFakeBackend& backend = timed.backend;
+  Engine& engine = timed.engine;
+  timed.start_chats(kNumChats);
   RequestHandle document = engine.submit(request_of(7000, kLongPrompt, 1));
   for (int i = 0; i < 20; ++i) engine.step();  // the document is well into its prompt
   const Clock::time_point submitted = backend.now;

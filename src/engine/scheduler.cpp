@@ -161,10 +161,10 @@ int32_t Scheduler::cost_limited_chunk(int32_t tokens, int64_t cached, int32_t bu
   return std::min(tokens, prefill_cost_.equal_cost_chunk(fresh, cached));
 }
 
-int32_t Scheduler::latency_limited_chunk(int32_t tokens, int64_t cached) {
+int32_t Scheduler::latency_limited_chunk(int32_t tokens, int64_t cached, bool guarantee_minimum) {
   if (!options_.enable_chunked_prefill || std::isinf(latency_cost_left_)) return tokens;
   const int32_t within = prefill_cost_.tokens_within(latency_cost_left_, cached, tokens);
-  const int32_t chunk = std::max(within, std::min(tokens, options_.min_latency_chunk));
+  const int32_t chunk = guarantee_minimum ? std::max(within, std::min(tokens, options_.min_latency_chunk)) : within;
   if (chunk < tokens) ++stats_.latency_limited_chunks;
   return chunk;
 }
@@ -183,10 +183,16 @@ bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted
   int32_t num_new = seq->num_tokens() - seq->num_computed;
   if (budget <= 0 || (!options_.enable_chunked_prefill && num_new > budget)) return false;
   // A decode (one token left) needs no prefill slot; a token after a prompt's last chunk is a decode too.
+  const PrefillSlots slots_before = slots;
   if (num_new > 1 && (num_new = take_prefill_slot(num_new, slots)) == 0) return false;
   num_new = cost_limited_chunk(std::min(num_new, budget), seq->num_computed, budget);
   const bool is_prefill = seq->num_tokens() - seq->num_computed > 1;
-  if (is_prefill) num_new = latency_limited_chunk(num_new, seq->num_computed);
+  // The step's first prompt chunk always makes progress; a later one (a longer prompt: they go shortest first) takes
+  // only what the target leaves, so the minimum of a chunk deep in a long context is not paid on top of another.
+  if (is_prefill && (num_new = latency_limited_chunk(num_new, seq->num_computed, step_prefill_cost_ == 0)) == 0) {
+    slots = slots_before;
+    return false;
+  }
   // Only a sequence's last token can be followed by proposals (a one-token prefill chunk cannot).
   int32_t num_drafts = seq->num_tokens() - seq->num_computed == 1 ? propose_drafts(*seq, budget) : 0;
   while (!blocks_.can_append_slots(*seq, num_new)) {
@@ -299,7 +305,9 @@ void Scheduler::admit_waiting(int32_t& budget, PrefillSlots& slots) {
       continue;
     }
     num_new = cost_limited_chunk(std::min(allowed, budget), match.num_tokens(block_size), budget);
-    num_new = latency_limited_chunk(num_new, match.num_tokens(block_size));
+    // A waiting prompt always gets its minimum, or one arriving beside a long prompt that takes every step's budget
+    // would never be admitted.
+    num_new = latency_limited_chunk(num_new, match.num_tokens(block_size), true);
     if (!blocks_.can_allocate(*seq, match, num_new)) break;
     slots = slots_after;
     blocks_.allocate(*seq, match, num_new);

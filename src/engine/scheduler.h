@@ -143,8 +143,9 @@ class Scheduler {
   // `tokens` of a prefill after `cached` tokens, cut so the chunk costs no more than the one a fresh prompt would get
   // with `budget` tokens left in the step.
   int32_t cost_limited_chunk(int32_t tokens, int64_t cached, int32_t budget) const;
-  // `tokens` of a prefill after `cached` tokens, cut to the step's latency budget left (target_step_ms).
-  int32_t latency_limited_chunk(int32_t tokens, int64_t cached);
+  // `tokens` of a prefill after `cached` tokens, cut to the step's latency budget left (target_step_ms). With
+  // `guarantee_minimum` never below min_latency_chunk (or `tokens`); otherwise possibly 0: not this step.
+  int32_t latency_limited_chunk(int32_t tokens, int64_t cached, bool guarantee_minimum);
   // A prefill chunk of `tokens` after `cached` joined the step: its cost counts against the latency budget.
   void charge_prefill(int32_t tokens, int64_t cached);
   bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots);

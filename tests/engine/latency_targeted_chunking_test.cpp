@@ -250,6 +250,20 @@ TEST(StepTimeModel, LearnsTheDecodePartAndThePricePerCostUnit) {
   EXPECT_NEAR(model.predict_ms(1000, true), 18, 0.1);
   model.observe(4, false, 1e9);  // too little prefill work to tell anything, and no decodes
   EXPECT_NEAR(model.ms_per_cost(), 0.01, 1e-4);
+  // One step 40 times too slow (a graph captured, a GEMM tuned) moves the estimates by a bounded amount.
+  model.observe(0, true, 320);
+  EXPECT_LE(model.decode_ms(), 0.8 * 8 + 0.2 * 4 * 8 + 1e-9);
+  model.observe(2000, true, 8 + 0.4 * 2000);
+  EXPECT_LT(model.ms_per_cost(), 0.02);
+  for (int i = 0; i < 40; ++i) {
+    model.observe(0, true, 8);
+    model.observe(2000, true, 8 + 0.01 * 2000);
+  }
+  EXPECT_NEAR(model.decode_ms(), 8, 0.01) << "recovered";
+  EXPECT_NEAR(model.ms_per_cost(), 0.01, 1e-4);
+  // A lasting change (many more decodes) is followed within a few steps.
+  for (int i = 0; i < 12; ++i) model.observe(0, true, 100);
+  EXPECT_GT(model.decode_ms(), 90);
   EXPECT_DOUBLE_EQ(model.prefill_budget(5), 0) << "the decodes alone take longer than the target";
 }
 

@@ -86,6 +86,10 @@ void register_bench_serve(CLI::App& bench) {
   cmd->add_option("--long-concurrency", o.long_concurrency,
                   "Long requests in flight at most, outside --concurrency / --request-rate")
       ->capture_default_str();
+  cmd->add_option("--long-questions", o.long_questions,
+                  "Ask about each long document this many times, one ask after another (document + a different "
+                  "question); the later asks, prefix cached, are reported as class long_repeat")
+      ->capture_default_str();
   cmd->add_flag("--chat", o.chat, "Use /v1/chat/completions (default: /v1/completions)");
   cmd->add_option_function<std::string>(
       "--extra-body,--extra-request-body",

@@ -19,6 +19,12 @@ namespace {
 
 using BenchClock = std::chrono::steady_clock;
 
+EngineFlags offline_engine_flags() {
+  EngineFlags flags;
+  flags.target_itl_ms = 0;  // offline work has no inter-token latency to keep
+  return flags;
+}
+
 struct ThroughputFlags {
   ModelFlags model;
   BackendOptions backend;
@@ -28,7 +34,7 @@ struct ThroughputFlags {
   int shared_prefix_len = 0;
   std::string dataset;
   uint64_t seed = 0;
-  EngineFlags engine;
+  EngineFlags engine = offline_engine_flags();
   bool json = false;
 };
 

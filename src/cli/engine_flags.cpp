@@ -50,6 +50,12 @@ void add_engine_flags(CLI::App& cmd, BackendOptions& backend, EngineFlags& flags
                "Shrink prefill chunks after a long cached context by their attention cost, so decodes beside them "
                "keep their pace")
       ->capture_default_str();
+  cmd.add_option("--target-itl-ms", flags.target_itl_ms,
+                 "Beside running streams, size each step's prefill chunks so the step's predicted time (calibrated "
+                 "from measured steps) stays within this many ms; a step without decodes takes the whole token budget "
+                 "(0: off; vLLM has no such flag)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   cmd.add_option("--scheduling-policy,--scheduler-policy,--schedule-policy", flags.scheduling_policy,
                  "fcfs | priority | lpm (longest cached prefix first); SGLang: --schedule-policy")
       ->check(CLI::IsMember({"fcfs", "priority", "lpm"}))
@@ -67,6 +73,7 @@ EngineOptions engine_options_from_flags(const BackendOptions& backend, const Eng
   options.max_num_partial_prefills = flags.max_num_partial_prefills;
   options.max_long_partial_prefills = flags.max_long_partial_prefills;
   options.enable_cost_based_chunking = flags.enable_cost_based_chunking;
+  options.target_itl_ms = flags.target_itl_ms;
   options.policy = parse_scheduling_policy(flags.scheduling_policy);
   options.speculation = parse_speculative_config(flags.speculative_config);
   return options;

@@ -16,6 +16,7 @@ struct EngineFlags {
   int32_t max_num_partial_prefills = 0;
   int32_t max_long_partial_prefills = 0;
   bool enable_cost_based_chunking = true;
+  double target_itl_ms = 50;  // bench throughput: 0 (offline work has no inter-token latency to keep)
   std::string scheduling_policy = "fcfs";
   std::string speculative_config;  // JSON (speculative_config.h); empty: no speculation
 };

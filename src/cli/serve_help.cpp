@@ -43,6 +43,7 @@ constexpr std::pair<std::string_view, const char*> kGroups[] = {
     {"--max-num-partial-prefills", kEngine},
     {"--max-long-partial-prefills", kEngine},
     {"--enable-cost-based-chunking", kEngine},
+    {"--target-itl-ms", kEngine},
     {"--scheduling-policy", kEngine},
     {"--speculative-config", kEngine},
     {"--enforce-eager", kEngine},

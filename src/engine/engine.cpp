@@ -23,6 +23,7 @@ SchedulerOptions scheduler_options(const EngineOptions& options, int32_t max_mod
   result.max_num_partial_prefills = options.max_num_partial_prefills;
   result.max_long_partial_prefills = options.max_long_partial_prefills;
   if (options.enable_cost_based_chunking) result.prefill_attention_cost_ratio = prefill_attention_cost_ratio(config);
+  result.target_step_ms = options.target_itl_ms;
   result.policy = options.policy;
   result.eos_token_ids = options.eos_token_ids.value_or(config.eos_token_ids);
   result.speculation = options.speculation;
@@ -244,7 +245,7 @@ void Engine::loop() {
 bool Engine::has_work() const { return scheduler_.has_work(); }
 
 bool Engine::step() {
-  const Clock::time_point step_start = Clock::now();
+  const Clock::time_point step_start = now();
   take_intake();
   expire_deadlines();
   bool ran = false;
@@ -258,9 +259,11 @@ bool Engine::step() {
       mark_scheduled();
       updates_.clear();
       try {
-        const Clock::time_point backend_start = Clock::now();
+        const Clock::time_point backend_start = now();
         std::vector<SampleResult> results = run_backend(batch);
-        backend_seconds_ += std::chrono::duration<double>(Clock::now() - backend_start).count();
+        const double backend_seconds = std::chrono::duration<double>(now() - backend_start).count();
+        backend_seconds_ += backend_seconds;
+        scheduler_.record_step_time(backend_seconds);
         scheduler_.postprocess(results, updates_);
       } catch (const std::exception& e) {
         spdlog::error("engine: batch of {} sequences failed: {}", batch.sequences.size(), e.what());
@@ -271,7 +274,7 @@ bool Engine::step() {
     }
   }
   release_completed();
-  if (ran) step_seconds_ += std::chrono::duration<double>(Clock::now() - step_start).count();
+  if (ran) step_seconds_ += std::chrono::duration<double>(now() - step_start).count();
   publish_stats();
   return ran;
 }
@@ -337,9 +340,9 @@ void Engine::end_unscheduled(const std::string& reason) {
 }
 
 void Engine::expire_deadlines() {
-  Clock::time_point now = Clock::now();
+  const Clock::time_point time = now();
   for (auto& [id, request] : requests_)
-    if (request->deadline && now >= *request->deadline &&
+    if (request->deadline && time >= *request->deadline &&
         request->num_finished < static_cast<int32_t>(request->samples.size()))
       end_request(*request, FinishReason::kDeadline, "");
 }
@@ -431,13 +434,13 @@ void Engine::send(RequestState& request, StreamDelta delta) {
 }
 
 void Engine::mark_scheduled() {
-  const auto now = Clock::now();
+  const Clock::time_point time = now();
   for (Sequence* seq : scheduler_.last_batch_sequences()) {
     if (seq->num_output_tokens() > 0 || seq->num_preemptions > 0) continue;  // not its first scheduling
     auto it = requests_.find(seq->request_id);
     if (it == requests_.end()) continue;
     it->second->scheduled = true;
-    it->second->stream->mark_scheduled(now);
+    it->second->stream->mark_scheduled(time);
   }
 }
 

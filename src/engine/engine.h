@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,10 @@ struct EngineOptions {
   // Chunked prefill: cut a chunk after a long cached context by its estimated attention cost, with the ratio derived
   // from the model (prefill_cost.h, docs/ENGINE.md). Off: by token count alone.
   bool enable_cost_based_chunking = true;
+  // Latency-targeted chunking (SchedulerOptions::target_step_ms; docs/ENGINE.md): in a step beside decodes, prompt
+  // chunks are sized so the step's predicted time stays within this many milliseconds. 0: off. `qinfer serve`
+  // defaults to 50 (--target-itl-ms).
+  double target_itl_ms = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int32_t max_logprobs = -1;      // top logprobs a request may ask for per token (-1: any the API allows)
   int32_t max_prompt_tokens = 0;  // longest prompt accepted (0: max_model_len - 1)
@@ -50,6 +55,9 @@ struct EngineOptions {
   TextDecoderFactory make_text_decoder;               // absent: token ids only
   // --speculative-config. On a backend without multi-position sampling the engine runs without it and says so once.
   SpeculativeConfig speculation;
+  // The engine's time source (step timing, which calibrates latency-targeted chunking; deadlines; first-scheduled
+  // times). Absent: Clock::now. Tests inject a clock that a fake backend advances by a known cost model.
+  std::function<Clock::time_point()> clock;
 };
 
 struct RequestHandle {
@@ -142,6 +150,7 @@ class Engine {
   void mark_scheduled();  // the first-scheduled time of requests in the batch just scheduled
   void release_completed();
   void publish_stats();
+  Clock::time_point now() const { return options_.clock ? options_.clock() : Clock::now(); }
 
   Backend& backend_;
   EngineOptions options_;

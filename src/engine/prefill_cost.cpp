@@ -27,12 +27,17 @@ double PrefillCost::cost(int64_t tokens, int64_t cached) const {
 int32_t PrefillCost::equal_cost_chunk(int32_t fresh_tokens, int64_t cached) const {
   QINFER_CHECK(fresh_tokens >= 1 && cached >= 0);
   if (ratio_ <= 0 || cached == 0) return fresh_tokens;
+  return std::max(1, tokens_within(cost(fresh_tokens, 0), cached, fresh_tokens));
+}
+
+int32_t PrefillCost::tokens_within(double budget, int64_t cached, int32_t max_tokens) const {
+  QINFER_CHECK(max_tokens >= 1 && cached >= 0);
+  if (!(budget > 0)) return 0;
   // The positive root of ratio/2 n^2 + (1 + ratio c) n - budget = 0, in the form that does not cancel.
-  const double budget = cost(fresh_tokens, 0);
   const double linear = 1 + ratio_ * static_cast<double>(cached);
   const double root = 2 * budget / (linear + std::sqrt(linear * linear + 2 * ratio_ * budget));
-  auto tokens = static_cast<int32_t>(std::clamp(std::floor(root), 1.0, static_cast<double>(fresh_tokens)));
-  while (tokens > 1 && cost(tokens, cached) > budget) --tokens;  // rounding in the root
+  auto tokens = static_cast<int32_t>(std::clamp(std::floor(root), 0.0, static_cast<double>(max_tokens)));
+  while (tokens > 0 && cost(tokens, cached) > budget) --tokens;  // rounding in the root
   return tokens;
 }
 

@@ -31,6 +31,9 @@ class PrefillCost {
   // The most tokens, at least 1 and at most `fresh_tokens`, whose chunk after `cached` tokens costs no more than a
   // chunk of `fresh_tokens` tokens of a fresh prompt (nothing cached). `fresh_tokens` >= 1.
   int32_t equal_cost_chunk(int32_t fresh_tokens, int64_t cached) const;
+  // The most tokens, at most `max_tokens`, whose chunk after `cached` tokens costs no more than `budget` (0 when not
+  // even one token fits). `max_tokens` >= 1.
+  int32_t tokens_within(double budget, int64_t cached, int32_t max_tokens) const;
 
  private:
   double ratio_;

@@ -31,7 +31,10 @@ const char* scheduling_policy_name(SchedulingPolicy policy) {
 }
 
 Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks)
-    : options_(std::move(options)), blocks_(blocks), prefill_cost_(options_.prefill_attention_cost_ratio) {
+    : options_(std::move(options)),
+      blocks_(blocks),
+      prefill_cost_(options_.prefill_attention_cost_ratio),
+      step_time_(options_.step_time_model) {
   if (options_.max_num_seqs <= 0 || options_.max_num_batched_tokens <= 0 || options_.max_model_len <= 0)
     throw Error(ErrorKind::kInvalidArgument, "scheduler limits must be positive: max_num_seqs " +
                                                  std::to_string(options_.max_num_seqs) + ", max_num_batched_tokens " +
@@ -56,6 +59,14 @@ Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks)
                     "] and 1 <= prompt_lookup_min <= prompt_lookup_max, got " +
                     std::to_string(spec.num_speculative_tokens) + ", " + std::to_string(spec.prompt_lookup_min) + ", " +
                     std::to_string(spec.prompt_lookup_max));
+  if (!(options_.target_step_ms >= 0) || !std::isfinite(options_.target_step_ms) || options_.min_latency_chunk < 1)
+    throw Error(ErrorKind::kInvalidArgument,
+                "target_step_ms must be a finite number >= 0 and min_latency_chunk >= 1, got " +
+                    std::to_string(options_.target_step_ms) + " and " + std::to_string(options_.min_latency_chunk));
+  const StepTimeModelOptions& model = options_.step_time_model;
+  if (!(model.initial_ms_per_cost > 0) || !(model.prior_cost > 0) || !(model.decay > 0 && model.decay < 1))
+    throw Error(ErrorKind::kInvalidArgument,
+                "step time model: initial_ms_per_cost and prior_cost must be > 0 and decay in (0, 1)");
   if (!(options_.prefill_attention_cost_ratio >= 0) || !std::isfinite(options_.prefill_attention_cost_ratio))
     throw Error(ErrorKind::kInvalidArgument, "prefill_attention_cost_ratio must be a finite number >= 0, got " +
                                                  std::to_string(options_.prefill_attention_cost_ratio));
@@ -85,6 +96,17 @@ Batch& Scheduler::schedule() {
   }
   for (Sequence* seq : running)
     if (seq->status == SequenceStatus::kRunning && remaining(seq) == 1) schedule_running(seq, budget, preempted, slots);
+  // Everything scheduled so far decodes; the prompt chunks that follow share what the target leaves beside them.
+  step_has_decodes_ = !scheduled_.empty();
+  step_prefill_cost_ = 0;
+  latency_cost_left_ = options_.target_step_ms > 0 && step_has_decodes_
+                           ? step_time_.prefill_budget(options_.target_step_ms)
+                           : std::numeric_limits<double>::infinity();
+  // Under the latency target the prompts with the fewest tokens left go first, so a chat that arrived beside a
+  // document gets its first token in a step or two instead of sharing the minimum chunk for the whole document.
+  if (!std::isinf(latency_cost_left_))
+    std::stable_sort(running.begin(), running.end(),
+                     [&](const Sequence* a, const Sequence* b) { return remaining(a) < remaining(b); });
   for (Sequence* seq : running)
     if (seq->status == SequenceStatus::kRunning && seq->scheduled_in_step != step_counter_ && remaining(seq) > 1)
       schedule_running(seq, budget, preempted, slots);
@@ -140,12 +162,38 @@ int32_t Scheduler::cost_limited_chunk(int32_t tokens, int64_t cached, int32_t bu
   return std::min(tokens, prefill_cost_.equal_cost_chunk(fresh, cached));
 }
 
+int32_t Scheduler::latency_limited_chunk(int32_t tokens, int64_t cached, bool guarantee_minimum) {
+  if (!options_.enable_chunked_prefill || std::isinf(latency_cost_left_)) return tokens;
+  const int32_t within = prefill_cost_.tokens_within(latency_cost_left_, cached, tokens);
+  const int32_t chunk = guarantee_minimum ? std::max(within, std::min(tokens, options_.min_latency_chunk)) : within;
+  if (chunk < tokens) ++stats_.latency_limited_chunks;
+  return chunk;
+}
+
+void Scheduler::charge_prefill(int32_t tokens, int64_t cached) {
+  const double cost = prefill_cost_.cost(tokens, cached);
+  step_prefill_cost_ += cost;
+  latency_cost_left_ -= cost;
+}
+
+void Scheduler::record_step_time(double seconds) {
+  step_time_.observe(step_prefill_cost_, step_has_decodes_, seconds * 1000);
+}
+
 bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots) {
   int32_t num_new = seq->num_tokens() - seq->num_computed;
   if (budget <= 0 || (!options_.enable_chunked_prefill && num_new > budget)) return false;
   // A decode (one token left) needs no prefill slot; a token after a prompt's last chunk is a decode too.
+  const PrefillSlots slots_before = slots;
   if (num_new > 1 && (num_new = take_prefill_slot(num_new, slots)) == 0) return false;
   num_new = cost_limited_chunk(std::min(num_new, budget), seq->num_computed, budget);
+  const bool is_prefill = seq->num_tokens() - seq->num_computed > 1;
+  // The step's first prompt chunk always makes progress; a later one (a longer prompt: they go shortest first) takes
+  // only what the target leaves, so the minimum of a chunk deep in a long context is not paid on top of another.
+  if (is_prefill && (num_new = latency_limited_chunk(num_new, seq->num_computed, step_prefill_cost_ == 0)) == 0) {
+    slots = slots_before;
+    return false;
+  }
   // Only a sequence's last token can be followed by proposals (a one-token prefill chunk cannot).
   int32_t num_drafts = seq->num_tokens() - seq->num_computed == 1 ? propose_drafts(*seq, budget) : 0;
   while (!blocks_.can_append_slots(*seq, num_new)) {
@@ -159,6 +207,7 @@ bool Scheduler::schedule_running(Sequence* seq, int32_t& budget, bool& preempted
   seq->speculation.drafts.resize(static_cast<size_t>(num_drafts));
   num_new += num_drafts;
   blocks_.append_slots(*seq, num_new);
+  if (is_prefill) charge_prefill(num_new, seq->num_computed);
   seq->scheduled_in_step = step_counter_;
   scheduled_.push_back({seq, num_new, num_drafts});
   budget -= num_new;
@@ -276,9 +325,13 @@ void Scheduler::admit_waiting(int32_t& budget, PrefillSlots& slots) {
       continue;
     }
     num_new = cost_limited_chunk(std::min(allowed, budget), match.num_tokens(block_size), budget);
+    // A waiting prompt always gets its minimum, or one arriving beside a long prompt that takes every step's budget
+    // would never be admitted.
+    num_new = latency_limited_chunk(num_new, match.num_tokens(block_size), true);
     if (!blocks_.can_allocate(*seq, match, num_new)) break;
     slots = slots_after;
     blocks_.allocate(*seq, match, num_new);
+    charge_prefill(num_new, match.num_tokens(block_size));
     if (!seq->admitted_before) {
       seq->num_cached_prompt_tokens = std::min(seq->num_computed, seq->num_prompt_tokens);
       seq->admitted_before = true;

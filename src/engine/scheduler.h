@@ -5,7 +5,9 @@
 // allow. Prefill chunks are capped by the partial-prefill limits (SchedulerOptions; docs/ENGINE.md says why): a chunk
 // takes at most long_prefill_token_threshold tokens, and at most max_num_partial_prefills sequences (of them at most
 // max_long_partial_prefills long ones) compute prompt tokens in one step, so short prompts pass a long one. A chunk
-// after a long cached context is cut further by its estimated cost (prefill_attention_cost_ratio). When a
+// after a long cached context is cut further by its estimated cost (prefill_attention_cost_ratio), and in a step that
+// carries decodes the prefill chunks together are cut to what keeps the step within target_step_ms by a step time
+// model calibrated from the times the caller records (record_step_time). When a
 // running sequence needs a block and none is free, the lowest-ranked running sequence not yet scheduled in this step is
 // preempted: its blocks are released and it goes back to waiting to be recomputed later (prompt plus generated tokens,
 // usually hitting the prefix cache). Nothing is ever dropped.
@@ -26,6 +28,7 @@
 #include "engine/draft_model_proposer.h"
 #include "engine/prefill_cost.h"
 #include "engine/sequence.h"
+#include "engine/step_time_model.h"
 
 namespace qinfer {
 
@@ -55,6 +58,13 @@ struct SchedulerOptions {
   // would get in its place, so late chunks of a long prompt shrink and the decodes beside them are not stalled.
   // 0: chunks are cut by token count alone.
   double prefill_attention_cost_ratio = 0;
+  // Chunked prefill only: in a step with decodes, the prompt chunks together cost at most what the step time model
+  // predicts fits in this many milliseconds beside the decodes, each chunk still taking min_latency_chunk tokens (or
+  // what its prompt has left) so every prompt finishes. A step without decodes uses the whole token budget.
+  // 0: off (docs/ENGINE.md, "Latency-targeted chunking").
+  double target_step_ms = 0;
+  int32_t min_latency_chunk = 256;
+  StepTimeModelOptions step_time_model;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   std::vector<int32_t> eos_token_ids;
   // Speculative decoding (the backend must support multi-position sampling): a decoding sequence without a
@@ -76,6 +86,7 @@ struct SchedulerStats {
   uint64_t steps = 0;
   uint64_t scheduled_sequences = 0;  // summed over steps: mean batch size = scheduled_sequences / steps
   uint64_t preemptions = 0;
+  uint64_t latency_limited_chunks = 0;  // prefill chunks cut by target_step_ms
   SpeculationStats speculation;
 };
 
@@ -109,6 +120,10 @@ class Scheduler {
   // blocks and leave the scheduler. Appends one update per produced token to `updates`.
   void postprocess(std::span<const SampleResult> results, std::vector<SequenceUpdate>& updates);
 
+  // The wall time of the last batch's backend step, which calibrates the step time model (target_step_ms).
+  void record_step_time(double seconds);
+  const StepTimeModel& step_time_model() const { return step_time_; }
+
   // Sequences of the last batch, for failing them when the backend throws.
   std::vector<Sequence*> last_batch_sequences() const;
 
@@ -136,6 +151,11 @@ class Scheduler {
   // `tokens` of a prefill after `cached` tokens, cut so the chunk costs no more than the one a fresh prompt would get
   // with `budget` tokens left in the step.
   int32_t cost_limited_chunk(int32_t tokens, int64_t cached, int32_t budget) const;
+  // `tokens` of a prefill after `cached` tokens, cut to the step's latency budget left (target_step_ms). With
+  // `guarantee_minimum` never below min_latency_chunk (or `tokens`); otherwise possibly 0: not this step.
+  int32_t latency_limited_chunk(int32_t tokens, int64_t cached, bool guarantee_minimum);
+  // A prefill chunk of `tokens` after `cached` joined the step: its cost counts against the latency budget.
+  void charge_prefill(int32_t tokens, int64_t cached);
   bool schedule_running(Sequence* seq, int32_t& budget, bool& preempted, PrefillSlots& slots);
   // Fills seq.speculation.drafts for a decode with `budget` tokens left in the step; returns how many.
   int32_t propose_drafts(Sequence& seq, int32_t budget);
@@ -157,6 +177,10 @@ class Scheduler {
   SchedulerOptions options_;
   BlockManager& blocks_;
   PrefillCost prefill_cost_;
+  StepTimeModel step_time_;
+  double latency_cost_left_ = 0;  // prefill cost the step may still take under target_step_ms (infinite: no limit)
+  double step_prefill_cost_ = 0;  // of the step being built, then of the last batch
+  bool step_has_decodes_ = false;
   std::vector<Sequence*> waiting_;  // fcfs/lpm: by id; priority: by (priority, id)
   std::vector<Sequence*> running_;  // admission order
   std::vector<Scheduled> scheduled_;

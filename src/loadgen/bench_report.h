@@ -30,6 +30,7 @@ struct ClassResult {
 
 inline constexpr const char* kShortClass = "short";
 inline constexpr const char* kLongClass = "long";
+inline constexpr const char* kLongRepeatClass = "long_repeat";  // a document's second and later questions
 
 // Speculative decoding during one level: the server's counters at its end minus those at its start.
 struct SpeculationSummary {

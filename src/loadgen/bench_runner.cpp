@@ -72,9 +72,20 @@ std::vector<PromptSpec> level_prompts(const BenchOptions& o, size_t level, const
   std::vector<PromptSpec> prompts = o.dataset != "random" ? load_jsonl_prompts(o.dataset, o.num_prompts)
                                                           : random_prompts(o.num_prompts, o.input_len, seed, exact);
   if (o.long_requests == 0) return prompts;
-  for (PromptSpec& prompt : random_prompts(o.long_requests, o.long_input_len, seed ^ kLongPromptSeed, exact)) {
-    prompt.output_len = o.long_output_len > 0 ? o.long_output_len : o.output_len;
-    prompts.push_back(std::move(prompt));
+  for (PromptSpec& document : random_prompts(o.long_requests, o.long_input_len, seed ^ kLongPromptSeed, exact)) {
+    document.output_len = o.long_output_len > 0 ? o.long_output_len : o.output_len;
+    if (o.long_questions == 1) {
+      prompts.push_back(std::move(document));
+      continue;
+    }
+    // The document, then a question that differs from the other asks (the server reports the prompt's tokens).
+    for (int q = 0; q < o.long_questions; ++q) {
+      PromptSpec ask = document;
+      ask.text += "\n\nQuestion " + std::to_string(q + 1) + ": what does the text above say about item " +
+                  std::to_string(7 * q + 3) + "?";
+      ask.prompt_tokens.reset();
+      prompts.push_back(std::move(ask));
+    }
   }
   return prompts;
 }
@@ -91,6 +102,9 @@ void validate_long_requests(const BenchOptions& o) {
   if (o.long_output_len < 0)
     throw Error(ErrorKind::kInvalidArgument, "--long-output-len must not be negative (0: --output-len)");
   if (o.long_concurrency < 1) throw Error(ErrorKind::kInvalidArgument, "--long-concurrency must be at least 1");
+  if (o.long_questions < 1) throw Error(ErrorKind::kInvalidArgument, "--long-questions must be at least 1");
+  if (o.long_questions > 1 && o.long_requests == 0)
+    throw Error(ErrorKind::kInvalidArgument, "--long-questions needs --long-requests (the documents to ask about)");
 }
 
 }  // namespace
@@ -160,7 +174,7 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
     std::vector<std::string> bodies;
     for (const PromptSpec& prompt : prompts) bodies.push_back(request_body(shape, prompt));
     LoadSchedule schedule;
-    schedule.side_requests = static_cast<size_t>(o.long_requests);
+    schedule.side_requests = static_cast<size_t>(o.long_requests) * static_cast<size_t>(o.long_questions);
     schedule.side_max_in_flight = o.long_concurrency;
     LevelResult key;
     if (!o.concurrencies.empty()) {
@@ -178,7 +192,7 @@ BenchReport run_bench(const BenchOptions& o, ProgressDisplay& progress) {
     GpuSampler sampler(curl.api(), base + "/metrics", o.api_key, o.metrics_interval_seconds);
     const int total = static_cast<int>(bodies.size());
     const LoadRun run = client.run(bodies, schedule, [&](const LoadProgress& p) { progress.update(name, total, p); });
-    LevelResult level = level_result(run, prompts, static_cast<size_t>(o.num_prompts));
+    LevelResult level = level_result(run, prompts, static_cast<size_t>(o.num_prompts), o.long_questions);
     level.gpu = sampler.stop();
     level.speculation = speculation_between(speculation_before, read_speculation_counters(curl.api(), base, o.api_key));
     level.concurrency = key.concurrency;

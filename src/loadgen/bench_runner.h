@@ -32,6 +32,10 @@ struct BenchOptions {
   int long_input_len = 0;
   int long_output_len = 0;
   int long_concurrency = 1;
+  // Documents asked about several times: each long prompt is sent this many times, the document followed by a
+  // different question each time, one ask after the other (with long_concurrency 1 the later asks find the document
+  // in the server's prefix cache). The later asks are reported as their own class (kLongRepeatClass).
+  int long_questions = 1;
   uint64_t seed = 0;
   std::string tokenizer_dir;  // random prompts of exactly input_len tokens with this tokenizer.json; empty: words
   std::string label = "run";

@@ -1,17 +1,20 @@
 #include "loadgen/level_stats.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace qinfer::loadgen {
 
 namespace {
 
-// The records [begin, end) of a run as one class.
-ClassResult class_result(const LoadRun& run, const std::vector<PromptSpec>& prompts, size_t begin, size_t end) {
+// The records of a run at `indices` as one class.
+ClassResult class_result(const LoadRun& run, const std::vector<PromptSpec>& prompts,
+                         const std::vector<size_t>& indices) {
   ClassResult result;
-  result.num_requests = static_cast<int>(end - begin);
+  result.num_requests = static_cast<int>(indices.size());
   std::vector<double> ttft, tpot, itl, e2e;
-  for (size_t i = begin; i < end; ++i) {
+  for (size_t i : indices) {
     const RequestRecord& r = run.records[i];
     if (!r.ok()) {
       ++result.failed;
@@ -37,12 +40,19 @@ ClassResult class_result(const LoadRun& run, const std::vector<PromptSpec>& prom
   return result;
 }
 
+std::vector<size_t> index_range(size_t begin, size_t end) {
+  std::vector<size_t> indices;
+  for (size_t i = begin; i < end; ++i) indices.push_back(i);
+  return indices;
+}
+
 }  // namespace
 
-LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prompts, size_t num_short) {
+LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prompts, size_t num_short,
+                         int questions_per_document) {
   QINFER_CHECK(run.records.size() == prompts.size(), "one prompt per record");
   QINFER_CHECK(num_short <= run.records.size(), "short requests come first");
-  const ClassResult all = class_result(run, prompts, 0, run.records.size());
+  const ClassResult all = class_result(run, prompts, index_range(0, run.records.size()));
   LevelResult level;
   level.num_requests = all.num_requests;
   level.completed = all.completed;
@@ -65,8 +75,13 @@ LevelResult level_result(const LoadRun& run, const std::vector<PromptSpec>& prom
         static_cast<double>(level.total_input_tokens + level.total_output_tokens) / run.duration_s;
   }
   if (num_short < run.records.size()) {
-    level.classes[kShortClass] = class_result(run, prompts, 0, num_short);
-    level.classes[kLongClass] = class_result(run, prompts, num_short, run.records.size());
+    level.classes[kShortClass] = class_result(run, prompts, index_range(0, num_short));
+    std::vector<size_t> first_asks, repeats;
+    for (size_t i = num_short; i < run.records.size(); ++i)
+      ((i - num_short) % static_cast<size_t>(std::max(1, questions_per_document)) == 0 ? first_asks : repeats)
+          .push_back(i);
+    level.classes[kLongClass] = class_result(run, prompts, first_asks);
+    if (!repeats.empty()) level.classes[kLongRepeatClass] = class_result(run, prompts, repeats);
   }
   return level;
 }

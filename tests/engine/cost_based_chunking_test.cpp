@@ -19,15 +19,6 @@ namespace {
 // Qwen3-4B's shape: hidden 2560, intermediate 9728, 36 layers, 32 q / 8 kv heads of 128.
 ModelConfig qwen3_4b() { return test_model_preset("4b-shape"); }
 
-SequenceSpec prompt_of(int32_t first, int32_t count, int32_t max_tokens) {
-  SequenceSpec spec;
-  spec.prompt.resize(static_cast<size_t>(count));
-  for (int32_t i = 0; i < count; ++i) spec.prompt[static_cast<size_t>(i)] = 1 + (first + i) % 500;
-  spec.max_tokens = max_tokens;
-  spec.ignore_eos = true;
-  return spec;
-}
-
 TEST(PrefillCost, Qwen3_4BRatioIsAttentionOverLinearFlops) {
   // Attention: 4 * 36 layers * 32 heads * 128. Linear per token: 2 * 36 * (q 2560x4096 + k, v 2560x1024 each +
   // o 4096x2560 + gate, up, down 2560x9728 each) = 2 * 36 * 100,925,440.
@@ -60,9 +51,9 @@ TEST(CostBasedChunking, LateChunksOfALongPromptShrinkWhileChatsDecodeEveryStep) 
   options.prefill_attention_cost_ratio = prefill_attention_cost_ratio(qwen3_4b());
   SchedulerHarness harness(fake_model(7200, 16, 115000), options, true);
   std::vector<Sequence*> chats;
-  for (int32_t i = 0; i < kNumChats; ++i) chats.push_back(harness.add(prompt_of(7 * i, 12, 400)));
+  for (int32_t i = 0; i < kNumChats; ++i) chats.push_back(harness.add(numbered_prompt(7 * i, 12, 400)));
   harness.step();  // the chats' prompts
-  Sequence* document = harness.add(prompt_of(1000, kPromptLen, 4));
+  Sequence* document = harness.add(numbered_prompt(1000, kPromptLen, 4));
   const PrefillCost cost(options.prefill_attention_cost_ratio);
   std::vector<int32_t> chunks;
   while (document->num_computed < kPromptLen) {
@@ -94,7 +85,7 @@ TEST(CostBasedChunking, AThresholdChunkShrinksToo) {
   options.long_prefill_token_threshold = 1024;
   options.prefill_attention_cost_ratio = 1e-2;  // a steep ratio, so short contexts show the effect
   SchedulerHarness harness(fake_model(256, 16, 4000), options, true);
-  Sequence* document = harness.add(prompt_of(0, 3000, 2));
+  Sequence* document = harness.add(numbered_prompt(0, 3000, 2));
   harness.step();
   EXPECT_EQ(document->num_computed, 1024) << "fresh: the threshold";
   harness.step();

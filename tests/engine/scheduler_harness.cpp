@@ -104,4 +104,13 @@ void expect_reference_outputs(const SchedulerHarness& harness) {
   }
 }
 
+SequenceSpec numbered_prompt(int32_t first, int32_t count, int32_t max_tokens) {
+  SequenceSpec spec;
+  spec.prompt.resize(static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) spec.prompt[static_cast<size_t>(i)] = 1 + (first + i) % 500;
+  spec.max_tokens = max_tokens;
+  spec.ignore_eos = true;
+  return spec;
+}
+
 }  // namespace qinfer::testing

@@ -53,6 +53,9 @@ class SchedulerHarness {
 // The fake model the scheduler tests drive: a 512-token vocabulary and a KV pool of num_blocks x block_size.
 FakeModelSpec fake_model(int32_t num_blocks = 64, int32_t block_size = 4, int32_t max_model_len = 128);
 
+// A prompt of `count` tokens 1 + (first + i) % 500, generating max_tokens with eos ignored.
+SequenceSpec numbered_prompt(int32_t first, int32_t count, int32_t max_tokens);
+
 // Every sequence of `harness` finished with the fake model's reference output (gtest expectations).
 void expect_reference_outputs(const SchedulerHarness& harness);
 

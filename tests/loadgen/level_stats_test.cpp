@@ -51,6 +51,27 @@ TEST(LevelStats, LatenciesThroughputAndErrors) {
   EXPECT_NEAR(level.e2e_ms->p50, 600, 1e-9);
 }
 
+// --long-questions 2: each document is asked twice; the second asks (prefix cached) are their own class.
+TEST(LevelStats, ASecondQuestionAboutADocumentIsItsOwnClass) {
+  LoadRun run;
+  run.duration_s = 10;
+  run.records.push_back(ok_record({0.1, 0.2}, 0.3, 2));  // short
+  run.records.push_back(ok_record({3.0, 3.1}, 3.2, 2));  // document 1, first question: its prefill
+  run.records.push_back(ok_record({0.2, 0.3}, 0.4, 2));  // document 1, second question: cached
+  run.records.push_back(ok_record({4.0, 4.1}, 4.2, 2));  // document 2, first question
+  run.records.push_back(ok_record({0.4, 0.5}, 0.6, 2));  // document 2, second question
+  const LevelResult level = level_result(run, std::vector<PromptSpec>(5), 1, 2);
+  ASSERT_EQ(level.classes.size(), 3u);
+  const ClassResult& first = level.classes.at(kLongClass);
+  const ClassResult& second = level.classes.at(kLongRepeatClass);
+  EXPECT_EQ(level.classes.at(kShortClass).num_requests, 1);
+  EXPECT_EQ(first.num_requests, 2);
+  EXPECT_EQ(second.num_requests, 2);
+  ASSERT_TRUE(first.ttft_ms && second.ttft_ms);
+  EXPECT_NEAR(first.ttft_ms->p50, 3500, 1e-9);
+  EXPECT_NEAR(second.ttft_ms->p50, 300, 1e-9);
+}
+
 TEST(LevelStats, MixedWorkloadHasPerClassNumbers) {
   LoadRun run;
   run.duration_s = 4;

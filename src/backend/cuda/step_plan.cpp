@@ -35,10 +35,9 @@ const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t 
   p.split_context = p.host.max_decode_context;
   // Decode-only steps replay a captured graph: padded batch, block tables and attention splits planned for the
   // power-of-two bucket of the longest context, so one graph serves many steps. So do verify-only steps whose
-  // sequences score the same number of positions, unless an fp8 cache's prefill path plans a gather of the contexts
-  // on the host (where the fp8 prefill kernel cannot read the cache itself).
-  const bool gathers = kv_.dtype == KvCacheDtype::kFp8E4m3 && gather_scratch_blocks_ > 0;
-  const int verify_positions = gathers ? 0 : graphable_verify_positions(p.host);
+  // sequences score the same number of positions, over a bf16 cache (an fp8 cache's prefill path plans a gather
+  // from the contexts).
+  const int verify_positions = kv_.dtype == KvCacheDtype::kBf16 ? graphable_verify_positions(p.host) : 0;
   p.graph = graphs && (is_graphable_decode(p.host) || verify_positions > 0);
   if (p.graph) {
     DecodeGraphKey& key = p.graph_key;

@@ -97,7 +97,7 @@ class Bench {
   // cached} = {0, 0, length, 0}.
   static PrefillAttentionParams one_prompt_attention(const Pool& pool, const DeviceBuffer& q, DeviceBuffer& out,
                                                      const DeviceBuffer& meta, int length);
-  // The prefill kernels on the same prompt (the wgmma ones where the device has them: bf16, and over an fp8 cache).
+  // Both prefill kernels on the same data (the wgmma one where the device has it).
   void prefill_attention(int length);
   // One step's kernels at `tokens` rows (Qwen3-4B shapes), each timed alone, then the layer's chain in order as one
   // graph: the per-kernel breakdown of a step (x 36 layers + embedding; + lm_head for decode). decode_context 0: one

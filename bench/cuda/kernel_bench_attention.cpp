@@ -1,7 +1,5 @@
-// Kernel bench: paged decode and prefill attention (bf16 and fp8 caches) over a random paged pool, the fp8 KV cache's
-// dequantising gather.
+// Kernel bench: paged decode and prefill attention over a random paged pool, the fp8 KV cache's dequantising gather.
 #include "kernel_bench.h"
-#include "util/fp8.h"
 
 namespace qinfer::cuda::bench {
 
@@ -169,29 +167,6 @@ void Bench::prefill_attention(int length) {
   if (prefill_attention_wgmma_available(device_))
     record("prefill attention wgmma", shape,
            time_per_call([&](int) { launch_prefill_attention_wgmma(p, kernel_stream()); }, 5, stream_), flops, false);
-  if (!prefill_attention_fp8_available(device_, kHeadDim, 16)) return;
-
-  // The same prompt over an fp8 cache, in the bf16 pool's buffers (half their size is used): the E4M3 codes of values
-  // uniform in [-448, 448] (1 024 of them, spread by a multiplicative hash), scales 1/448 within 10 %, so that the fp8
-  // values are as the bf16 pool's (uniform in [-1, 1]). No NaN codes: the softmax's work depends on finite scores.
-  const size_t vectors = static_cast<size_t>(pool.num_blocks) * kKvHeads * 16;
-  std::vector<uint8_t> codes(1024), bytes(vectors * kHeadDim);
-  for (size_t i = 0; i < codes.size(); ++i)
-    codes[i] = float_to_fp8_e4m3(kFp8E4m3Max * (2.0f * static_cast<float>(i) / static_cast<float>(codes.size()) - 1));
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = codes[(static_cast<uint32_t>(i) * 2654435761u) >> 22];
-  std::vector<float> scales(vectors);
-  for (size_t i = 0; i < vectors; ++i)
-    scales[i] = (1.0f + 0.1f * static_cast<float>((static_cast<uint32_t>(i) * 2654435761u) >> 22) / 1024) / kFp8E4m3Max;
-  CUDA_CHECK(cudaMemcpy(pool.k.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(pool.v.data(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
-  const DeviceBuffer k_scales = device_copy(scales), v_scales = device_copy(scales);
-  PrefillAttentionParams fp8 = p;
-  fp8.k_fp8 = pool.k.as<uint8_t>();
-  fp8.v_fp8 = pool.v.as<uint8_t>();
-  fp8.k_scales = k_scales.as<float>();
-  fp8.v_scales = v_scales.as<float>();
-  record("prefill attention fp8 wgmma", shape,
-         time_per_call([&](int) { launch_prefill_attention_fp8(fp8, kernel_stream()); }, 5, stream_), flops, false);
 }
 
 void Bench::kv_gather(int context) {

@@ -12,20 +12,14 @@ namespace qinfer::cuda {
 
 using bf16 = __nv_bfloat16;
 
-bool Attention::fp8_prefill_reads_cache(const ModelConfig& c, int block_size, const DeviceCapabilities& device) {
-  return prefill_attention_fp8_available(device, c.head_dim, block_size);
-}
-
-Attention::Attention(const ModelConfig& c, KvCacheDtype kv_dtype, int block_size, const DeviceCapabilities& device,
-                     const AttentionLimits& limits)
+Attention::Attention(const ModelConfig& c, KvCacheDtype kv_dtype, int block_size, const AttentionLimits& limits)
     : config_(c), block_size_(block_size) {
   std::vector<float> inv_freq(static_cast<size_t>(c.head_dim / 2));
   for (size_t i = 0; i < inv_freq.size(); ++i)
     inv_freq[i] = static_cast<float>(1.0 / std::pow(c.rope_theta, 2.0 * static_cast<double>(i) / c.head_dim));
   inv_freq_ = DeviceBuffer(inv_freq.size() * 4, "RoPE table");
   CUDA_CHECK(cudaMemcpy(inv_freq_.data(), inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice));
-  fp8_prefill_kernel_ = kv_dtype == KvCacheDtype::kFp8E4m3 && fp8_prefill_reads_cache(c, block_size, device);
-  if (kv_dtype == KvCacheDtype::kFp8E4m3 && !fp8_prefill_kernel_) {
+  if (kv_dtype == KvCacheDtype::kFp8E4m3) {
     const int64_t sequence_blocks = (limits.max_model_len + block_size - 1) / block_size;
     const int64_t batch_blocks = (limits.max_num_batched_tokens + block_size - 1) / block_size + limits.max_num_seqs;
     gather_scratch_blocks_ = static_cast<int>(std::max(sequence_blocks, batch_blocks));
@@ -121,15 +115,12 @@ void Attention::run(const AttentionPlan& plan, const StepPlan& step, const KvLay
     stream.roles->mark_last_launch(stream.stream, plan.decode_plan.kernel == DecodeAttentionKernel::kRegisters
                                                       ? GraphNodeRole::kRegisterDecodeAttention
                                                       : GraphNodeRole::kDecodeAttention);
-  if (cache.dtype == KvCacheDtype::kFp8E4m3 && !fp8_prefill_kernel_) {
+  if (cache.dtype == KvCacheDtype::kFp8E4m3) {
     if (step.gather != nullptr) run_fp8_prefill(plan.prefill, step, cache, stream);
   } else {
     PrefillAttentionParams prefill = plan.prefill;
     cache.bind(prefill);
-    if (cache.dtype == KvCacheDtype::kFp8E4m3)
-      launch_prefill_attention_fp8(prefill, stream);
-    else
-      launch_prefill_attention(prefill, stream);
+    launch_prefill_attention(prefill, stream);
   }
 }
 

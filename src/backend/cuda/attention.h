@@ -1,8 +1,7 @@
 // Attention of a step, planned once and run per layer. The plan fixes what every layer shares: the decode kernel and
 // its splits, the prefill sequences, whether the decode kernel does the QK-norm / RoPE / cache write of its tokens
 // itself (decode-only steps: one kernel fewer per layer, the same bits), and with an fp8 cache the groups of prefill
-// sequences whose blocks are dequantised into a bf16 scratch for the bf16 prefill kernel (kv_gather_plan.h) where the
-// fp8 prefill kernel cannot run (Attention::fp8_prefill_reads_cache).
+// sequences whose blocks are dequantised into a bf16 scratch for the bf16 prefill kernel (kv_gather_plan.h).
 // run() binds one layer's cache and norm weights and launches: QK-norm + RoPE + K/V write (unless fused), decode
 // attention, prefill attention.
 #pragma once
@@ -36,16 +35,9 @@ struct AttentionLimits {
 
 class Attention {
  public:
-  // With an fp8 cache that the prefill kernel cannot read itself, allocates the prefill scratch: at least one sequence
-  // of max_model_len or one full batch of new tokens (allocate it before the KV pool is sized, so that the pool takes
-  // what is left).
-  Attention(const ModelConfig& config, KvCacheDtype kv_dtype, int block_size, const DeviceCapabilities& device,
-            const AttentionLimits& limits);
-
-  // The one place that decides how prefill attention reads an fp8 cache: the fp8 wgmma kernel reads it directly where
-  // it runs (sm_90a kernels on a compute 9.0 device, head_dim 128, block size a multiple of 16); elsewhere (sm_80,
-  // sm_89) the needed blocks are dequantised into the bf16 scratch for the bf16 kernels.
-  static bool fp8_prefill_reads_cache(const ModelConfig& config, int block_size, const DeviceCapabilities& device);
+  // With an fp8 cache, allocates the prefill scratch: at least one sequence of max_model_len or one full batch of new
+  // tokens (allocate it before the KV pool is sized, so that the pool takes what is left).
+  Attention(const ModelConfig& config, KvCacheDtype kv_dtype, int block_size, const AttentionLimits& limits);
 
   int gather_scratch_blocks() const { return gather_scratch_blocks_; }
   size_t scratch_bytes() const { return gather_scratch_.bytes() + inv_freq_.bytes(); }
@@ -71,7 +63,6 @@ class Attention {
   // fp8: the bf16 pool prefill attention reads, [K|V][gather_scratch_blocks_, num_kv_heads, block_size, head_dim]
   DeviceBuffer gather_scratch_;
   int gather_scratch_blocks_ = 0;
-  bool fp8_prefill_kernel_ = false;  // fp8 cache read by the fp8 prefill kernel (no scratch, no gather)
 };
 
 }  // namespace qinfer::cuda

@@ -136,7 +136,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   warm_up_gemms();
 
   attention_ = std::make_unique<cuda::Attention>(
-      c, options.kv_cache_dtype, options.block_size, device_,
+      c, options.kv_cache_dtype, options.block_size,
       cuda::AttentionLimits{max_model_len_, options.max_num_batched_tokens, options.max_num_seqs});
   std::vector<cuda::MemoryPart> allocated = {{"weights", weights_.bytes}, {"activations", workspace_->bytes}};
   if (attention_->gather_scratch_blocks() > 0)

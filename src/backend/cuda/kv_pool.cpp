@@ -26,8 +26,8 @@ void KvLayerView::bind(DecodeAttentionParams& p) const {
 }
 
 void KvLayerView::bind(PrefillAttentionParams& p) const {
+  QINFER_CHECK(dtype == KvCacheDtype::kBf16, "prefill attention reads an fp8 cache through its bf16 scratch");
   p.k_cache = k, p.v_cache = v;
-  p.k_fp8 = k_fp8, p.v_fp8 = v_fp8, p.k_scales = k_scales, p.v_scales = v_scales;
 }
 
 void KvLayerView::bind(KvDequantGatherParams& p) const {

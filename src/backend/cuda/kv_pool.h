@@ -38,8 +38,8 @@ struct KvLayerView {
   // stay as they are).
   void bind(QkNormRopeCacheWriteParams& params) const;
   void bind(DecodeAttentionParams& params) const;
-  void bind(PrefillAttentionParams& params) const;
-  void bind(KvDequantGatherParams& params) const;  // fp8 caches only
+  void bind(PrefillAttentionParams& params) const;  // bf16 caches only: fp8 prefill reads a dequantised scratch
+  void bind(KvDequantGatherParams& params) const;   // fp8 caches only
 };
 
 // A named part of the device memory the backend took, for the memory plan and out-of-memory errors.

@@ -64,7 +64,7 @@ const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t 
                       kv_.block_size);
     p.split_context = p.graph_key.context_bucket;
   }
-  p.gather = kv_.dtype == KvCacheDtype::kFp8E4m3 && gather_scratch_blocks_ > 0 && !p.host.prefill_q_lens.empty()
+  p.gather = kv_.dtype == KvCacheDtype::kFp8E4m3 && !p.host.prefill_q_lens.empty()
                  ? &gather_planner_.plan(p.host, kv_.block_size, gather_scratch_blocks_)
                  : nullptr;
   upload(stream);

@@ -55,8 +55,7 @@ struct StepLimits {
 
 class StepPlanner {
  public:
-  // gather_scratch_blocks: the fp8 prefill scratch's capacity in blocks (0 for a bf16 cache, and for an fp8 cache that
-  // the prefill attention reads itself: then no gather is planned).
+  // gather_scratch_blocks: the fp8 prefill scratch's capacity in blocks (0 for a bf16 cache).
   StepPlanner(const ModelConfig& config, const KvCacheShape& kv, int32_t scratch_block, int gather_scratch_blocks,
               const StepLimits& limits);
 

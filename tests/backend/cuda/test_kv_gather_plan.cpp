@@ -1,6 +1,5 @@
-// Host-side plan of the fp8-KV prefill gather (no GPU needed): where it serves at all (elsewhere the fp8 prefill kernel
-// reads the cache), hand-worked cases, the error of a context larger than the scratch, and random batches checked
-// token by token against the block tables they came from.
+// Host-side plan of the fp8-KV prefill gather (no GPU needed): hand-worked cases, the error of a context larger than
+// the scratch, and random batches checked token by token against the block tables they came from.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,30 +7,13 @@
 #include <set>
 #include <string>
 
-#include "backend/cuda/attention.h"
 #include "backend/cuda/kv_gather_plan.h"
-#include "model/test_model.h"
 #include "util/error.h"
 
 namespace qinfer::cuda {
 namespace {
 
 using Tables = std::vector<std::vector<int32_t>>;
-
-// The fp8 prefill kernel reads the cache where the sm_90a kernels run on the device, at head_dim 128 with blocks of a
-// multiple of 16 tokens; everywhere else the gather and the bf16 kernels serve the fp8 cache.
-TEST(Fp8PrefillPath, KernelOnHopperAtHeadDim128ElseGather) {
-  DeviceCapabilities hopper, ada;
-  hopper.hopper_kernels = true;
-  const ModelConfig d128 = test_model_preset("tiny"), d64 = test_model_preset("tiny-untied");
-  ASSERT_EQ(d128.head_dim, 128);
-  ASSERT_EQ(d64.head_dim, 64);
-  EXPECT_TRUE(Attention::fp8_prefill_reads_cache(d128, 16, hopper));
-  EXPECT_TRUE(Attention::fp8_prefill_reads_cache(d128, 32, hopper));
-  EXPECT_FALSE(Attention::fp8_prefill_reads_cache(d128, 8, hopper));
-  EXPECT_FALSE(Attention::fp8_prefill_reads_cache(d64, 16, hopper));
-  EXPECT_FALSE(Attention::fp8_prefill_reads_cache(d128, 16, ada));
-}
 
 std::vector<KvGatherSequence> sequences_of(const Tables& tables, const std::vector<int>& context_lens) {
   std::vector<KvGatherSequence> sequences;

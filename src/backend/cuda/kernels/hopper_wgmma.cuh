@@ -1,6 +1,5 @@
 // Building blocks of the Hopper (sm_90a) attention kernel: mbarriers, proxy fences, wgmma shared-memory descriptors
-// for 128-byte-swizzled tiles and the bf16 and E4M3 wgmma instructions they issue. Include only from code compiled
-// under
+// for 128-byte-swizzled tiles and the bf16 wgmma instructions it issues. Include only from code compiled under
 // __CUDA_ARCH_FEAT_SM90_ALL (wgmma and setmaxnreg exist on sm_90a alone).
 #pragma once
 
@@ -185,31 +184,25 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs_mn_major_b(float (&d)[8][4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1u));
 }
 
-// The 64 accumulator registers of an m64n128 wgmma, d[16][4], as asm operands %0-%63 and their list in the instruction.
-#define QINFER_WGMMA_N128_ACCUMULATORS(d)                                                                             \
-  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),            \
-      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),        \
-      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),        \
-      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),        \
-      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),        \
-      "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),      \
-      "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), \
-      "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), \
-      "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), \
-      "+f"(d[15][3])
-#define QINFER_WGMMA_N128_D_LIST                                                                                    \
-  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
-  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
-  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
-
 // d[16][4] (+)= A(64x16, shared, K-major) * B(16x128, shared, K-major); zero_init starts from 0.
 __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[16][4], uint64_t a_desc, uint64_t b_desc,
                                                     bool zero_init) {
   asm volatile(
       "{\n.reg .pred accumulate;\nsetp.eq.u32 accumulate, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " QINFER_WGMMA_N128_D_LIST
-      ", %64, %65, accumulate, 1, 1, 0, 0;\n}\n"
-      : QINFER_WGMMA_N128_ACCUMULATORS(d)
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63}, %64, %65, accumulate, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+        "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]),
+        "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]),
+        "+f"(d[15][3])
       : "l"(a_desc), "l"(b_desc), "r"(static_cast<uint32_t>(zero_init)));
 }
 
@@ -218,38 +211,21 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs_mn_major_b(float (&d)[16][4]
                                                                uint64_t b_desc) {
   asm volatile(
       "{\n.reg .pred accumulate;\nsetp.ne.u32 accumulate, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " QINFER_WGMMA_N128_D_LIST
-      ", {%64, %65, %66, %67}, %68, accumulate, 1, 1, 1;\n}\n"
-      : QINFER_WGMMA_N128_ACCUMULATORS(d)
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, "
+      "%13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
+      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, "
+      "%57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, accumulate, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),
+        "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]),
+        "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]),
+        "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+        "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]),
+        "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]),
+        "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+        "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]),
+        "+f"(d[15][3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1u));
 }
-
-// E4M3 operands (8-bit wgmma has no transpose: A and B are both K-major, k32 per instruction; a k32 step is 32 bytes
-// of a 128-byte swizzled row, as a k16 step of bf16). d[16][4] (+)= A(64x32, shared) * B(32x128, shared);
-// zero_init starts from 0.
-__device__ __forceinline__ void wgmma_m64n128k32_e4m3_ss(float (&d)[16][4], uint64_t a_desc, uint64_t b_desc,
-                                                         bool zero_init) {
-  asm volatile(
-      "{\n.reg .pred accumulate;\nsetp.eq.u32 accumulate, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " QINFER_WGMMA_N128_D_LIST
-      ", %64, %65, accumulate, 1, 1;\n}\n"
-      : QINFER_WGMMA_N128_ACCUMULATORS(d)
-      : "l"(a_desc), "l"(b_desc), "r"(static_cast<uint32_t>(zero_init)));
-}
-
-// d[16][4] += A(64x32 E4M3, registers) * B(32x128 E4M3, shared, K-major). A's layout (CUTLASS's ALayout_64x32, the
-// m16n8k32 mma.sync A layout per warp): warp w, lane l holds rows 16w + l/4 (registers 0, 2) and 16w + l/4 + 8
-// (registers 1, 3), k = 4 (l % 4) + byte (registers 0, 1) and 16 + 4 (l % 4) + byte (registers 2, 3).
-__device__ __forceinline__ void wgmma_m64n128k32_e4m3_rs(float (&d)[16][4], const uint32_t (&a)[4], uint64_t b_desc) {
-  asm volatile(
-      "{\n.reg .pred accumulate;\nsetp.ne.u32 accumulate, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " QINFER_WGMMA_N128_D_LIST
-      ", {%64, %65, %66, %67}, %68, accumulate, 1, 1;\n}\n"
-      : QINFER_WGMMA_N128_ACCUMULATORS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1u));
-}
-
-#undef QINFER_WGMMA_N128_ACCUMULATORS
-#undef QINFER_WGMMA_N128_D_LIST
 
 }  // namespace qinfer::cuda::sm90

@@ -16,17 +16,12 @@ struct PrefillAttentionParams {
   const __nv_bfloat16* q = nullptr;        // [num_tokens, num_heads, head_dim]
   const __nv_bfloat16* k_cache = nullptr;  // [num_blocks, num_kv_heads, block_size, head_dim]
   const __nv_bfloat16* v_cache = nullptr;  // same layout
-  // An fp8 cache (the fp8 kernel reads these instead of k_cache / v_cache): value = float(byte) * scale of its vector.
-  const uint8_t* k_fp8 = nullptr;         // [num_blocks, num_kv_heads, block_size, head_dim] E4M3
-  const uint8_t* v_fp8 = nullptr;         // same layout
-  const float* k_scales = nullptr;        // [num_blocks, num_kv_heads, block_size]
-  const float* v_scales = nullptr;        // same layout
-  const int32_t* block_tables = nullptr;  // [num_sequences, block_table_stride]
-  const int32_t* table_rows = nullptr;    // [num_prefill] row of block_tables per prefill sequence
-  const int32_t* q_starts = nullptr;      // [num_prefill] first token row of the sequence in q / out
-  const int32_t* q_lens = nullptr;        // [num_prefill] new tokens
-  const int32_t* cached_lens = nullptr;   // [num_prefill] tokens before them in the cache
-  __nv_bfloat16* out = nullptr;           // [num_tokens, num_heads, head_dim]
+  const int32_t* block_tables = nullptr;   // [num_sequences, block_table_stride]
+  const int32_t* table_rows = nullptr;     // [num_prefill] row of block_tables per prefill sequence
+  const int32_t* q_starts = nullptr;       // [num_prefill] first token row of the sequence in q / out
+  const int32_t* q_lens = nullptr;         // [num_prefill] new tokens
+  const int32_t* cached_lens = nullptr;    // [num_prefill] tokens before them in the cache
+  __nv_bfloat16* out = nullptr;            // [num_tokens, num_heads, head_dim]
   int block_table_stride = 0;
   int num_prefill = 0;
   int max_q_len = 0;  // largest q_lens entry: sizes the grid
@@ -47,13 +42,5 @@ void launch_prefill_attention(const PrefillAttentionParams& params, const Kernel
 void launch_prefill_attention_mma_sync(const PrefillAttentionParams& params, const KernelStream& stream);
 bool prefill_attention_wgmma_available(const DeviceCapabilities& device);
 void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, const KernelStream& stream);
-
-// Over the fp8 cache itself (prefill_attention_fp8_sm90.cu, FlashAttention-3's FP8 path): Q quantised to E4M3 per
-// (token, head) row in the kernel, S = Q·Kᵀ and O += P·V as fp8 wgmma, K's per-token scales applied to S's columns and
-// V's folded into P before it is rounded to E4M3. Present when the build includes sm_90a and the device is compute
-// capability 9.0, for head_dim 128 and block sizes that are multiples of 16; throws elsewhere. The dequantising path
-// (kv_dequant_gather.h, then launch_prefill_attention) serves the rest.
-bool prefill_attention_fp8_available(const DeviceCapabilities& device, int head_dim, int block_size);
-void launch_prefill_attention_fp8(const PrefillAttentionParams& params, const KernelStream& stream);
 
 }  // namespace qinfer::cuda

@@ -8,17 +8,22 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
-#include "backend/cuda/kernels/prefill_attention_sm90.cuh"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "backend/cuda/kernels/hopper_wgmma.cuh"
+#endif
 
 namespace qinfer::cuda {
 
 namespace {
 
-using namespace prefill_sm90;
-
-constexpr int kStages = 3;  // K/V tiles: consumers hold K of t and V of t - 1, the rest are loading
+constexpr int kWarpgroupThreads = 128;
+constexpr int kConsumers = 2;  // consumer warpgroups, 64 query rows each
+constexpr int kThreads = (1 + kConsumers) * kWarpgroupThreads;
+constexpr int kBlockM = kConsumers * 64;  // query rows per block
+constexpr int kBlockN = 128;              // keys per tile
+constexpr int kStages = 3;                // K/V tiles: consumers hold K of t and V of t - 1, the rest are loading
 
 // Shared memory, each tile [slab][rows][64] bf16 starting at a 1024-byte boundary:
 // [kStages][K tile, V tile][kBlockN rows], then [kConsumers] Q tiles of 64 rows, then the barriers (KvBarriers).
@@ -55,7 +60,12 @@ constexpr int kEntryRegisters = 65536 / kThreads / 8 * 8;
 static_assert(kWarpgroupThreads * kProducerRegisters + kConsumers * kWarpgroupThreads * kConsumerRegisters <=
                   kThreads * kEntryRegisters,
               "the warpgroups' register counts exceed the block's allocation: setmaxnreg.inc would never return");
+constexpr float kLog2e = 1.4426950408889634f;
 // Named barrier 1 + consumer: a consumer's Q tile.
+
+struct TileRange {
+  int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
+};
 
 // Producer warps, two per 64-column slab: warp w copies slab w % kSlabs of the K tiles (w < kSlabs) or of the V
 // tiles (the others). Tile t goes into stage t % kStages once the consumers released that stage's K (or V) slot. A
@@ -126,6 +136,57 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
   }
 }
 
+// One online-softmax step on a tile of raw scores in the accumulator layout (this thread: rows lane/4 and lane/4 + 8 of
+// its warp, columns first_key + 8 * block + 2 * (lane % 4) + {0, 1}): causal mask, row maxima over the 4 lanes of a
+// row, probabilities exp2(score * scale_log2 - max * scale_log2) in place, running sums; `correction` is the factor
+// for the output accumulated so far.
+template <bool kMasked, int kBlocks>
+__device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], int first_key, const int (&position)[2],
+                                             float scale_log2, float (&row_max)[2], float (&row_sum)[2],
+                                             float (&correction)[2]) {
+  static_assert((kBlocks & (kBlocks - 1)) == 0, "the row maxima are reduced as a tree over the n8 blocks");
+  const int lane = threadIdx.x % 32;
+  if (kMasked) {
+#pragma unroll
+    for (int nb = 0; nb < kBlocks; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (first_key + nb * 8 + (lane % 4) * 2 + (e % 2) > position[e / 2]) s[nb][e] = -INFINITY;
+  }
+  // Row maxima as a tree (depth 5 instead of a chain of 32 dependent fmaxf; max is exact, so the same value).
+  float block_max[kBlocks][2];
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb) {
+    block_max[nb][0] = fmaxf(s[nb][0], s[nb][1]);
+    block_max[nb][1] = fmaxf(s[nb][2], s[nb][3]);
+  }
+#pragma unroll
+  for (int stride = 1; stride < kBlocks; stride *= 2)
+#pragma unroll
+    for (int nb = 0; nb + stride < kBlocks; nb += 2 * stride)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) block_max[nb][i] = fmaxf(block_max[nb][i], block_max[nb + stride][i]);
+  float tile_max[2] = {block_max[0][0], block_max[0][1]};
+  float max_scaled[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 1));
+    tile_max[i] = fmaxf(tile_max[i], __shfl_xor_sync(0xffffffffu, tile_max[i], 2));
+    const float new_max = fmaxf(row_max[i], tile_max[i]);
+    max_scaled[i] = new_max == -INFINITY ? 0.0f : new_max * scale_log2;
+    correction[i] = sm90::fast_exp2(row_max[i] * scale_log2 - max_scaled[i]);  // 0 while row_max is -inf
+    row_max[i] = new_max;
+    row_sum[i] *= correction[i];
+  }
+#pragma unroll
+  for (int nb = 0; nb < kBlocks; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      s[nb][e] = sm90::fast_exp2(fmaf(s[nb][e], scale_log2, -max_scaled[e / 2]));
+      row_sum[e / 2] += s[nb][e];
+    }
+}
+
 // Consumer warpgroup `consumer`: query rows [64 * consumer, 64 * consumer + 64) of the block.
 template <int kHeadDim>
 __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p, const TileRange& r, int consumer,
@@ -154,7 +215,7 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   const int row_base = warp * 16 + lane / 4;
   const int position[2] = {r.cached + first_q + row_base, r.cached + first_q + row_base + 8};
   const int first_position = r.cached + first_q;  // tiles entirely at or before it need no causal mask
-  const float scale_log2[2] = {p.scale * kLog2e, p.scale * kLog2e};
+  const float scale_log2 = p.scale * kLog2e;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
   float o[kDimBlocks][4] = {};
   const uint32_t q_address = sm90::shared_address(q_tile);
@@ -270,7 +331,16 @@ __global__ void __launch_bounds__(kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Layout = SharedLayout<kHeadDim>;
   TileRange r;
-  if (!block_tile_range(p, r)) return;
+  r.head = blockIdx.x;
+  r.seq = blockIdx.y;
+  r.m_block = gridDim.z - 1 - blockIdx.z;
+  r.q_len = p.q_lens[r.seq];
+  if (r.m_block * kBlockM >= r.q_len) return;
+  r.q_start = p.q_starts[r.seq];
+  r.cached = p.cached_lens[r.seq];
+  r.context_len = r.cached + r.q_len;
+  const int last_position = r.cached + min(r.q_len, (r.m_block + 1) * kBlockM) - 1;  // keys up to it are needed
+  r.num_tiles = last_position / kBlockN + 1;
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);

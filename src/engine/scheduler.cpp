@@ -230,14 +230,14 @@ int32_t Scheduler::propose_drafts(Sequence& seq, int32_t budget) {
     return std::max(0, std::min(spec.k, room));
   }
   if (spec.k == 0) {
-    propose_ngram(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, 1, spec.drafts);
+    spec.ngram_index.propose(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, 1, spec.drafts);
     if (!spec.drafts.empty()) spec.shadow_token = spec.drafts.front();
     spec.drafts.clear();
     return 0;
   }
   const int32_t limit = std::min(spec.k, room);
   if (limit <= 0) return 0;
-  propose_ngram(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, limit, spec.drafts);
+  spec.ngram_index.propose(seq.tokens, config.prompt_lookup_min, config.prompt_lookup_max, limit, spec.drafts);
   return static_cast<int32_t>(spec.drafts.size());
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/sampling.h"
+#include "engine/ngram_proposer.h"
 
 namespace qinfer {
 
@@ -43,6 +44,7 @@ const char* speculative_method_name(SpeculativeMethod method);
 struct SpeculationState {
   int32_t k = 0;
   std::vector<int32_t> drafts;         // the proposals of the step in flight
+  NgramIndex ngram_index;              // n-gram method: the index of the sequence's tokens
   std::vector<int32_t> verify_output;  // output then drafts: the penalty history the verified positions see
   int32_t shadow_token = -1;           // while off: the token it would have proposed first (-1: none)
   // Draft model: leading tokens whose K/V the draft's own cache holds for this sequence (same block ids as the

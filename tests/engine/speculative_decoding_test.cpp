@@ -4,9 +4,11 @@
 // reserved for proposals go back when they are rejected. Also the proposer and the adaptation rule on their own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <numeric>
+#include <random>
 #include <string>
 
 #include "backend/backend.h"
@@ -330,22 +332,72 @@ TEST(SpeculativeDecoding, ValidateBatchRefusesAllPositionsUnlessSupported) {
   EXPECT_THROW(backend->step(batch), Error);
 }
 
-TEST(NgramProposer, LongestLatestMatchContinuedPeriodically) {
+// One fresh index per call: the proposals as a function of the token list alone.
+std::vector<int32_t> propose_ngram(std::vector<int32_t> tokens, int32_t min_n, int32_t max_n, int32_t max_tokens) {
+  NgramIndex index;
   std::vector<int32_t> out;
-  propose_ngram(std::vector<int32_t>{1, 2, 3, 1, 2, 3, 1, 2}, 1, 4, 5, out);
-  EXPECT_EQ(out, (std::vector<int32_t>{3, 1, 2, 3, 1}));
+  index.propose(tokens, min_n, max_n, max_tokens, out);
+  return out;
+}
+
+TEST(NgramProposer, LongestLatestMatchContinuedPeriodically) {
+  EXPECT_EQ(propose_ngram({1, 2, 3, 1, 2, 3, 1, 2}, 1, 4, 5), (std::vector<int32_t>{3, 1, 2, 3, 1}));
   // "7 8" occurs twice; the latest one (followed by 5) wins over the earlier (followed by 9).
-  propose_ngram(std::vector<int32_t>{7, 8, 9, 0, 7, 8, 5, 6, 7, 8}, 1, 2, 2, out);
-  EXPECT_EQ(out, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(propose_ngram({7, 8, 9, 0, 7, 8, 5, 6, 7, 8}, 1, 2, 2), (std::vector<int32_t>{5, 6}));
   // The longer suffix "4 7 8" decides over the later "7 8".
-  propose_ngram(std::vector<int32_t>{4, 7, 8, 1, 7, 8, 2, 4, 7, 8}, 1, 3, 1, out);
-  EXPECT_EQ(out, (std::vector<int32_t>{1}));
-  propose_ngram(std::vector<int32_t>{1, 2, 3, 4}, 1, 3, 4, out);
-  EXPECT_TRUE(out.empty());
-  propose_ngram(std::vector<int32_t>{5, 6, 9, 5, 6}, 3, 4, 4, out);  // only a 2-gram repeats
-  EXPECT_TRUE(out.empty());
-  propose_ngram(std::vector<int32_t>{5, 5, 5}, 1, 4, 3, out);
-  EXPECT_EQ(out, (std::vector<int32_t>{5, 5, 5}));
+  EXPECT_EQ(propose_ngram({4, 7, 8, 1, 7, 8, 2, 4, 7, 8}, 1, 3, 1), (std::vector<int32_t>{1}));
+  EXPECT_TRUE(propose_ngram({1, 2, 3, 4}, 1, 3, 4).empty());
+  EXPECT_TRUE(propose_ngram({5, 6, 9, 5, 6}, 3, 4, 4).empty());  // only a 2-gram repeats
+  EXPECT_EQ(propose_ngram({5, 5, 5}, 1, 4, 3), (std::vector<int32_t>{5, 5, 5}));
+}
+
+// The rule written out as a scan of the whole history: the reference of the incremental index.
+std::vector<int32_t> scanned_proposal(const std::vector<int32_t>& tokens, int32_t min_n, int32_t max_n,
+                                      int32_t max_tokens) {
+  std::vector<int32_t> out;
+  const int64_t length = static_cast<int64_t>(tokens.size());
+  for (int64_t n = std::min<int64_t>(max_n, length - 1); n >= min_n; --n)
+    for (int64_t start = length - n - 1; start >= 0; --start) {
+      if (!std::equal(tokens.end() - n, tokens.end(), tokens.begin() + start)) continue;
+      const int64_t shift = length - n - start;
+      for (int64_t j = 0; j < max_tokens; ++j) {
+        const int64_t source = length + j - shift;
+        out.push_back(source < length ? tokens[static_cast<size_t>(source)]
+                                      : out[static_cast<size_t>(source - length)]);
+      }
+      return out;
+    }
+  return out;
+}
+
+// One index kept across a growing token list (1-5 tokens appended per call, as accepted proposals arrive) proposes
+// exactly what the scan does at every length, through the tables' growth; with a range too wide to index it scans;
+// a shorter list or another range rebuilds the index.
+TEST(NgramProposer, IncrementalIndexEqualsTheScan) {
+  struct Case {
+    int32_t min_n, max_n, vocab;
+  };
+  for (const Case c : {Case{1, 4, 6}, Case{2, 3, 3}, Case{1, 1, 40}, Case{3, 8, 2}, Case{1, 40, 4}}) {
+    std::mt19937 random(static_cast<uint32_t>(c.min_n * 131 + c.max_n * 7 + c.vocab));
+    std::vector<int32_t> tokens;
+    NgramIndex index;
+    std::vector<int32_t> out;
+    int matched = 0;
+    while (tokens.size() < 3000) {
+      const int appended = 1 + static_cast<int>(random() % 5);
+      for (int i = 0; i < appended; ++i) tokens.push_back(static_cast<int32_t>(random() % c.vocab));
+      index.propose(tokens, c.min_n, c.max_n, 6, out);
+      ASSERT_EQ(out, scanned_proposal(tokens, c.min_n, c.max_n, 6))
+          << "range " << c.min_n << ".." << c.max_n << ", " << tokens.size() << " tokens";
+      matched += !out.empty();
+    }
+    EXPECT_GT(matched, 100) << "the case must exercise matches";
+    const std::vector<int32_t> shorter(tokens.begin(), tokens.begin() + 1000);
+    index.propose(shorter, c.min_n, c.max_n, 6, out);
+    EXPECT_EQ(out, scanned_proposal(shorter, c.min_n, c.max_n, 6));
+    index.propose(shorter, c.min_n, c.max_n + 1, 6, out);
+    EXPECT_EQ(out, scanned_proposal(shorter, c.min_n, c.max_n + 1, 6));
+  }
 }
 
 TEST(SpeculationState, AdaptsToAcceptanceAndRecoversFromOff) {

@@ -10,6 +10,10 @@
 #   QUICK=1: tests, kernel bench and latency only (no serve smoke, no throughput runs); PROFILE=1: also an Nsight
 #   Systems kernel summary of a batch-1 1 K run when nsys is installed; PARITY=1: tools/hf_parity_4b.py (the full-size
 #   random 4B against transformers, per flavour; PARITY_WORK: where its 8 GB checkpoint goes, default /tmp/parity4b).
+#   LONG=1: the long-context cases of the first flavour (decode at 32 K and 128 K, both caches; one 128 K prompt
+#   beside 32 chats through serve with --target-itl-ms 50 and 0; a 128 K document asked three times); SOAK=1: also
+#   tools/long_soak.sh (20 sequential 128 K requests); SPEC=1: speculative decoding at batch 1 (n-gram on a periodic
+#   and a random prompt, a 0.6B-shape draft, the 4B as its own draft).
 #   The latency cases include AWQ and FP8 weights (--quantization on the dummy 4B). Full logs go to LOG_DIR/FLAVOUR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log, and LOG_DIR/system.log
 #   (GPU, driver, clocks, ldd). The last lines printed are the kernel table and a summary table.
 set -uo pipefail
@@ -68,7 +72,7 @@ config="$repo/configs/Qwen3-4B-Instruct-2507/config.json"
 run_latency() {  # name batch input output, then extra flags for qinfer bench latency
   local out="$log_dir/latency_$1.json"
   "$qinfer" bench latency --load-format dummy --config "$config" --device cuda --batch "$2" --input-len "$3" \
-    --output-len "$4" --max-model-len 16384 --json "${@:5}" >"$out" 2>"$log_dir/latency_$1.log"
+    --output-len "$4" --max-model-len "${max_model_len:-16384}" --json "${@:5}" >"$out" 2>"$log_dir/latency_$1.log"
   local status=$?
   if [[ $status -ne 0 ]]; then
     summary+=("| $flavour latency $1 | exit $status, see $flavour/latency_$1.log |")
@@ -80,7 +84,13 @@ r = json.load(open(sys.argv[1]))
 print(f"| {sys.argv[3]} latency {sys.argv[2]} | prefill {r['prefill_tokens_per_second']/1e3:.1f} K tok/s, TTFT {r['ttft_seconds']*1e3:.1f} ms, "
       f"decode {r['decode_tokens_per_second']:.0f} tok/s ({r['decode_step_seconds_median']*1e3:.2f} ms/step, "
       f"{r['decode_bandwidth_bytes_per_second']/1e12:.2f} TB/s = {100*r['decode_fraction_of_copy_bandwidth']:.1f} %), "
-      f"mem {r['gpu_memory_in_use_bytes']/2**30:.1f} GiB |")
+      f"mem {r['gpu_memory_in_use_bytes']/2**30:.1f} GiB"
+      + ("" if "speculative" not in r else
+         f"; speculative {r['speculative']['decode_tokens_per_second']:.0f} tok/s, "
+         f"{r['speculative']['tokens_per_sequence_step']:.2f} tokens per step, acceptance "
+         f"{100 * r['speculative'].get('acceptance_rate', 0):.0f} %"
+         + ("" if "draft" not in r['speculative'] else
+            f", draft {r['speculative']['draft']['seconds_per_proposed_token'] * 1e3:.2f} ms per token")) + " |")
 PY
 )")
 }
@@ -101,6 +111,46 @@ print(f"| throughput {sys.argv[2]} | {r['requests']} requests, {r['output_tokens
       f"{r['total_tokens_per_s']:.0f} total tok/s, mean batch {r.get('mean_batch_size', 0):.1f}, "
       f"engine host {r.get('host_overhead_per_step_s', 0) * 1e6:.0f} us/step, in backend {100 * r.get('backend_fraction', 0):.1f} %, "
       f"prefix hit {100 * r.get('prefix_cache_hit_rate', 0):.1f} %, median TTFT {r.get('median_ttft_s', 0) * 1e3:.0f} ms |")
+PY
+)")
+}
+serve_mixed() {  # name, then serve flags: one 128 K prompt after another beside 32 chats, then a document asked 3 times
+  local name=$1 port=18124 log="$log_dir/serve_$1.log" tokenizer="$repo/.assets/qwen3-tokenizer"
+  shift
+  "$qinfer" serve --load-format dummy --config "$config" --device cuda --port "$port" --max-model-len 140000 \
+    --tokenizer "$tokenizer" "$@" >"$log" 2>&1 &
+  local pid=$! ok=0
+  for _ in $(seq 1 240); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null && ok=1 && break
+    sleep 0.5
+  done
+  if [[ $ok -eq 1 ]]; then
+    "$qinfer" bench serve --url "http://127.0.0.1:$port" --concurrency 32 --num-prompts 160 --input-len 1024 \
+      --output-len 128 --long-requests 2 --long-input-len 131072 --tokenizer "$tokenizer" \
+      --json "$log_dir/mixed_$name.json" >"$log_dir/mixed_$name.log" 2>&1
+    "$qinfer" bench serve --url "http://127.0.0.1:$port" --concurrency 1 --num-prompts 2 --input-len 64 \
+      --output-len 16 --long-requests 1 --long-input-len 131072 --long-questions 3 --long-output-len 16 \
+      --tokenizer "$tokenizer" --json "$log_dir/questions_$name.json" >"$log_dir/questions_$name.log" 2>&1
+  fi
+  kill -TERM "$pid"
+  wait "$pid"
+  summary+=("$(python3 - "$log_dir" "$name" "$ok" <<'PY'
+import json, os, sys
+log_dir, name, ok = sys.argv[1:]
+def classes(file):
+    try:
+        return json.load(open(os.path.join(log_dir, file)))["levels"][0]["classes"]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+mixed, questions = classes(f"mixed_{name}.json"), classes(f"questions_{name}.json")
+text = f"| serve {name} | healthy={ok}"
+if mixed:
+    short, long = mixed["short"], mixed["long"]
+    text += (f"; chats ITL P50 {short['itl_ms']['p50']:.1f} / P99 {short['itl_ms']['p99']:.1f} ms, TTFT P50 "
+             f"{short['ttft_ms']['p50']:.0f} ms; 128 K TTFT P50 {long['ttft_ms']['p50'] / 1e3:.2f} s")
+if questions and "long_repeat" in questions:
+    text += f"; second question TTFT P50 {questions['long_repeat']['ttft_ms']['p50']:.0f} ms"
+print(text + " |")
 PY
 )")
 }
@@ -148,6 +198,29 @@ if [[ -n $qinfer ]]; then
     run_latency b4_8k 4 8192 128
     run_latency b8_512 8 512 128
   fi
+fi
+if [[ -n $qinfer && -n ${LONG:-} && $first_flavour -eq 1 ]]; then
+  for kv in bf16 fp8; do
+    max_model_len=40000 run_latency "b1_32k_$kv" 1 32768 64 --kv-cache-dtype "$kv"
+    max_model_len=140000 run_latency "b1_128k_$kv" 1 131072 64 --kv-cache-dtype "$kv"
+  done
+  max_model_len=40000 run_latency b8_32k_fp8 8 32768 64 --kv-cache-dtype fp8
+  run_latency b1_1k_fp8 1 1024 128 --kv-cache-dtype fp8
+  serve_mixed itl50 --target-itl-ms 50
+  serve_mixed itl0 --target-itl-ms 0
+  if [[ -n ${SOAK:-} ]]; then
+    QINFER_BIN=$qinfer "$repo/tools/long_soak.sh" "$repo/.assets/qwen3-tokenizer" "$log_dir/soak" >"$log_dir/soak.log" 2>&1
+    summary+=("| long soak | exit $?: $(tail -1 "$log_dir/soak.log") |")
+  fi
+fi
+if [[ -n $qinfer && -n ${SPEC:-} && $first_flavour -eq 1 ]]; then
+  ngram='{"method": "ngram", "num_speculative_tokens": 4}'
+  run_latency spec_ngram_periodic 1 1024 128 --prompt-period 8 --speculative-config "$ngram"
+  run_latency spec_ngram_random 1 1024 128 --speculative-config "$ngram"
+  for draft in Qwen3-0.6B Qwen3-4B-Instruct-2507; do
+    run_latency "spec_draft_$draft" 1 1024 128 --speculative-config \
+      "{\"method\": \"draft_model\", \"model\": \"$repo/configs/$draft\", \"num_speculative_tokens\": 4, \"disable_by_batch_size\": 0}"
+  done
 fi
 if [[ -n $qinfer && -z ${QUICK:-} && $first_flavour -eq 1 ]]; then
   run_throughput 1k_1k_256 --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 --max-model-len 4096

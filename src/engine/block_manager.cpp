@@ -76,6 +76,13 @@ void BlockManager::allocate(Sequence& seq, const PrefixMatch& match, int32_t num
   }
   seq.num_computed = match.num_tokens(block_size_);
   seq.num_registered_blocks = static_cast<int32_t>(match.blocks.size());
+  // The draft's K/V come with the leading matched blocks that hold them.
+  int32_t draft_blocks = 0;
+  while (draft_blocks < static_cast<int32_t>(match.blocks.size()) &&
+         blocks_[match.blocks[static_cast<size_t>(draft_blocks)]].draft_computed)
+    ++draft_blocks;
+  seq.speculation.draft_num_computed = std::min(seq.num_computed, draft_blocks * block_size_);
+  seq.speculation.draft_marked_blocks = draft_blocks;
   if (!seq.admitted_before && match.from_prefix_cache && prefix_caching_) {
     stats_.prefix_query_tokens += seq.num_prompt_tokens;
     stats_.prefix_hit_tokens += std::min(seq.num_computed, seq.num_prompt_tokens);
@@ -127,6 +134,14 @@ void BlockManager::register_computed_blocks(Sequence& seq) {
   seq.num_registered_blocks = num_full;
 }
 
+void BlockManager::mark_draft_computed(Sequence& seq) {
+  SpeculationState& spec = seq.speculation;
+  QINFER_CHECK(spec.draft_num_computed <= seq.num_computed, "the draft is marked past the target's computed tokens");
+  const int32_t full = spec.draft_num_computed / block_size_;
+  for (; spec.draft_marked_blocks < full; ++spec.draft_marked_blocks)
+    blocks_[seq.block_table[static_cast<size_t>(spec.draft_marked_blocks)]].draft_computed = true;
+}
+
 void BlockManager::free(Sequence& seq) {
   // Last blocks first, so that a sequence's tail is evicted before its (more shareable) head.
   for (auto it = seq.block_table.rbegin(); it != seq.block_table.rend(); ++it) {
@@ -141,6 +156,7 @@ void BlockManager::free(Sequence& seq) {
   }
   seq.block_table.clear();
   seq.speculation.draft_num_computed = 0;  // the draft's K/V lived in the same blocks
+  seq.speculation.draft_marked_blocks = 0;
   seq.num_computed = 0;
   seq.num_registered_blocks = 0;
 }
@@ -157,6 +173,7 @@ int32_t BlockManager::take_free_block() {
     ++stats_.evictions;
   }
   meta.ref_count = 1;
+  meta.draft_computed = false;  // its next K/V are the new holder's, the draft's not yet
   return block;
 }
 

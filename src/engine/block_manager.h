@@ -78,6 +78,12 @@ class BlockManager {
   // After a step computed more of `seq`: registers its newly full, computed blocks in the prefix cache.
   void register_computed_blocks(Sequence& seq);
 
+  // Draft-model speculation: marks the full blocks of `seq` below seq.speculation.draft_num_computed (which must not
+  // exceed num_computed) as holding the draft's K/V of their tokens too. A block keeps the mark until it is handed out
+  // again, so a sequence that maps it from the prefix cache (allocate) starts its draft past it: the draft's K/V live
+  // under the same block ids as the target's, and equal chained hashes mean equal whole prefixes.
+  void mark_draft_computed(Sequence& seq);
+
   // Releases every block of `seq` (reference -1) and clears its block table and num_computed.
   void free(Sequence& seq);
 
@@ -93,6 +99,7 @@ class BlockManager {
     int32_t prev_free = -1;  // free list links (LRU order: head is reused first)
     int32_t next_free = -1;
     bool in_free_list = false;
+    bool draft_computed = false;  // the draft model's pools hold this block's K/V (mark_draft_computed)
   };
 
   int32_t take_free_block();

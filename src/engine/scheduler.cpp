@@ -451,6 +451,7 @@ void Scheduler::accept_drafts(Sequence* seq, int32_t num_drafts, std::span<const
   seq->num_computed += produced;
   // The draft's K/V stay valid up to the first position fed with a proposal that was not kept.
   spec.draft_num_computed = std::min(spec.draft_num_computed, seq->num_computed);
+  if (options_.speculation.method == SpeculativeMethod::kDraftModel) blocks_.mark_draft_computed(*seq);
   blocks_.release_surplus_slots(*seq);
   blocks_.register_computed_blocks(*seq);
   const int32_t kept = std::min(accepted, produced);

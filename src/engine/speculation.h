@@ -50,7 +50,8 @@ struct SpeculationState {
   // Draft model: leading tokens whose K/V the draft's own cache holds for this sequence (same block ids as the
   // target's), and, for a sampled request, the distribution each proposal was drawn from (q of rejection sampling).
   int32_t draft_num_computed = 0;
-  bool shadow_pending = false;  // draft model, while off: the draft is to propose one token for shadow_token
+  int32_t draft_marked_blocks = 0;  // leading blocks BlockManager::mark_draft_computed has marked
+  bool shadow_pending = false;      // draft model, while off: the draft is to propose one token for shadow_token
   std::vector<SamplingDistribution> draft_distributions;
 
   // After verifying `proposed` tokens of which the leading `accepted` matched: all accepted grows k by one (up to

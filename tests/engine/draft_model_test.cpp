@@ -147,6 +147,55 @@ TEST(DraftModelSpeculation, AnotherModelAsDraftChangesNoGreedyToken) {
   EXPECT_LT(spec.accepted_tokens * 2, spec.draft_tokens);  // random models rarely agree
 }
 
+// A prompt that extends one served before maps its blocks from the prefix cache, and the draft's K/V under those
+// block ids come with them: the draft catches up on the new tokens only, the output is still exact, and the target as
+// its own draft still has every proposal accepted (the K/V it found under the cached blocks are right).
+TEST(DraftModelSpeculation, PrefixCachedBlocksCarryTheDraftsKv) {
+  auto target = cpu_backend(target_model());
+  auto draft = cpu_backend(target_model(), target->kv_cache().num_blocks);
+  GenerationRequest first = request(300, 4 * kBlockSize, 12, 0);
+  GenerationRequest second = first;
+  for (int32_t i = 0; i < kBlockSize; ++i) second.prompt.push_back(700 + i);
+  EngineOptions options;
+  options.max_num_seqs = 8;
+  options.max_num_batched_tokens = 64;
+  const auto tokens_of = [](const std::vector<StreamDelta>& deltas) {
+    std::vector<int32_t> tokens;
+    for (const StreamDelta& delta : deltas) tokens.insert(tokens.end(), delta.token_ids.begin(), delta.token_ids.end());
+    return tokens;
+  };
+  Engine plain(*target, options);
+  const std::vector<int32_t> want = tokens_of(run_to_completion(plain, {second}).front());
+  options.speculation = draft_model(4);
+  Engine engine(*target, options, draft.get());
+  run_to_completion(engine, {first});
+  const uint64_t first_catch_up = engine.stats().draft.catch_up_tokens;
+  const SpeculationStats before = engine.stats().scheduler.speculation;
+  EXPECT_GE(first_catch_up, first.prompt.size());
+  const std::vector<int32_t> got = tokens_of(run_to_completion(engine, {second}).front());
+  EXPECT_EQ(got, want);
+  const uint64_t second_catch_up = engine.stats().draft.catch_up_tokens - first_catch_up;
+  const SpeculationStats& after = engine.stats().scheduler.speculation;
+  EXPECT_GT(after.draft_tokens, before.draft_tokens);
+  EXPECT_EQ(after.accepted_tokens - before.accepted_tokens, after.draft_tokens - before.draft_tokens);
+  // The 64 cached prompt tokens are not fed again: the new block, then the accepted tokens.
+  EXPECT_LT(second_catch_up, first.prompt.size()) << "the draft recomputed the cached prefix";
+
+  // Blocks cached by a request the draft never ran for (one output token: no proposal step) carry nothing: the
+  // draft feeds the whole prompt, and its proposals are still all accepted.
+  Engine fresh(*target, options, draft.get());
+  GenerationRequest unproposed = request(1300, 4 * kBlockSize, 1, 0), extended = unproposed;
+  for (int32_t i = 0; i < kBlockSize; ++i) extended.prompt.push_back(1700 + i);
+  extended.max_tokens = 12;
+  run_to_completion(fresh, {unproposed});
+  EXPECT_EQ(fresh.stats().draft.catch_up_tokens, 0u);
+  run_to_completion(fresh, {extended});
+  EXPECT_GE(fresh.stats().draft.catch_up_tokens, extended.prompt.size());
+  const SpeculationStats& spec = fresh.stats().scheduler.speculation;
+  EXPECT_GT(spec.draft_tokens, 0u);
+  EXPECT_EQ(spec.accepted_tokens, spec.draft_tokens);
+}
+
 // A pool so small that sequences are preempted and recomputed: the draft starts over with them.
 TEST(DraftModelSpeculation, PreemptedSequencesStayExact) {
   auto target = cpu_backend(target_model(), 10);  // one sequence of max_model_len, at least

@@ -9,91 +9,12 @@
 #include <random>
 #include <thread>
 
+#include "engine_test_util.h"
 #include "testing/fake_backend.h"
 #include "util/error.h"
 
 namespace qinfer::testing {
 namespace {
-
-// Text of a fake token: one or two letters, so that stop strings cross token boundaries.
-std::string fake_piece(int32_t token) {
-  std::string piece(1, static_cast<char>('a' + token % 26));
-  if (token % 3 == 0) piece += static_cast<char>('a' + (token / 26) % 26);
-  return piece;
-}
-
-class FakeTextDecoder final : public TextDecoder {
- public:
-  std::string push(int32_t token) override { return fake_piece(token); }
-  std::string flush() override { return {}; }
-};
-
-FakeModelSpec fake_model() {
-  FakeModelSpec spec;
-  spec.vocab_size = 512;
-  spec.num_blocks = 64;
-  spec.block_size = 4;
-  spec.max_model_len = 128;
-  return spec;
-}
-
-EngineOptions engine_options(bool with_text = false) {
-  EngineOptions options;
-  options.max_num_seqs = 8;
-  options.max_num_batched_tokens = 32;
-  if (with_text) options.make_text_decoder = [] { return std::make_unique<FakeTextDecoder>(); };
-  return options;
-}
-
-std::vector<int32_t> tokens_from(int32_t first, int32_t count) {
-  std::vector<int32_t> tokens(static_cast<size_t>(count));
-  std::iota(tokens.begin(), tokens.end(), first);
-  return tokens;
-}
-
-GenerationRequest greedy_request(std::vector<int32_t> prompt, int32_t max_tokens) {
-  GenerationRequest request;
-  request.prompt = std::move(prompt);
-  request.sampling.temperature = 0.0f;
-  request.max_tokens = max_tokens;
-  return request;
-}
-
-void run_until_idle(Engine& engine) {
-  while (engine.step() || engine.has_work()) {
-  }
-}
-
-// Everything a request streamed, per sample.
-struct Collected {
-  std::vector<std::vector<int32_t>> tokens;
-  std::vector<std::string> text;
-  std::vector<FinishReason> finish;
-  std::vector<std::vector<TokenLogprobs>> logprobs;
-  std::string error;
-};
-
-Collected collect(RequestStream& stream, int32_t n) {
-  Collected out;
-  out.tokens.resize(static_cast<size_t>(n));
-  out.text.resize(static_cast<size_t>(n));
-  out.finish.assign(static_cast<size_t>(n), FinishReason::kNone);
-  out.logprobs.resize(static_cast<size_t>(n));
-  std::vector<StreamDelta> deltas;
-  while (stream.wait_drain(deltas, std::chrono::milliseconds(10000))) {
-    for (StreamDelta& delta : deltas) {
-      size_t i = static_cast<size_t>(delta.index);
-      EXPECT_EQ(out.finish[i], FinishReason::kNone) << "delta after the finish";
-      out.tokens[i].insert(out.tokens[i].end(), delta.token_ids.begin(), delta.token_ids.end());
-      out.text[i] += delta.text;
-      out.logprobs[i].insert(out.logprobs[i].end(), delta.logprobs.begin(), delta.logprobs.end());
-      if (delta.finish_reason != FinishReason::kNone) out.finish[i] = delta.finish_reason;
-      if (!delta.error.empty()) out.error = delta.error;
-    }
-    deltas.clear();
-  }
-  return out;
-}
 
 std::vector<int32_t> reference(const GenerationRequest& request, const FakeModelSpec& spec, uint64_t seed = 0) {
   SamplingParams params = request.sampling;
@@ -590,49 +511,6 @@ TEST(Engine, StatsReportTheLastBatchSize) {
   run_until_idle(engine);
   EXPECT_FALSE(engine.step());
   EXPECT_EQ(engine.stats().batch_sequences, 0);
-}
-
-// The bad input of long contexts: a prompt past the context and a request whose KV cannot fit even alone are refused at
-// submit with the numbers (the queue stays empty, nothing waits forever); a pool too small for the load preempts and
-// every request still finishes.
-TEST(Engine, LongContextBadInputIsRefusedWithTheNumbersAndAFullPoolPreempts) {
-  FakeModelSpec spec = fake_model();  // 64 blocks of 4, max_model_len 128
-  FakeBackend backend(spec);
-  EngineOptions options = engine_options();
-  options.target_itl_ms = 50;
-  Engine engine(backend, options);
-  auto refusal = [&](const GenerationRequest& request) -> std::string {
-    try {
-      engine.submit(request);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
-  const std::string too_long = refusal(greedy_request(tokens_from(1, 200), 4));
-  EXPECT_NE(too_long.find("prompt has 200 tokens"), std::string::npos) << too_long;
-  EXPECT_NE(too_long.find("max_model_len is 128"), std::string::npos) << too_long;
-  GenerationRequest cannot_fit = greedy_request(tokens_from(1, 100), 20);
-  cannot_fit.n = 8;  // 24 shared prompt blocks + 8 x 6 of their own: 72 blocks at once
-  const std::string kv = refusal(cannot_fit);
-  EXPECT_NE(kv.find("KV blocks at once; the cache has 64"), std::string::npos) << kv;
-  EXPECT_FALSE(engine.step()) << "nothing was queued";
-  EXPECT_EQ(engine.stats().num_waiting, 0);
-  // Eight requests of 100 + 20 tokens need 8 x 30 blocks; the pool has 64.
-  std::vector<RequestHandle> handles;
-  for (int32_t i = 0; i < 8; ++i) {
-    GenerationRequest request = greedy_request(tokens_from(1 + 3 * i, 100), 20);
-    request.ignore_eos = true;
-    handles.push_back(engine.submit(request));
-  }
-  for (int i = 0; i < 2000 && (i == 0 || engine.has_work()); ++i) engine.step();  // the first takes the submits
-  for (RequestHandle& handle : handles) {
-    Collected got = collect(*handle.stream, 1);
-    EXPECT_EQ(got.finish[0], FinishReason::kLength);
-    EXPECT_EQ(got.tokens[0].size(), 20u);
-  }
-  EXPECT_GT(engine.stats().scheduler.preemptions, 0u);
-  EXPECT_EQ(engine.stats().num_free_blocks, spec.num_blocks);
 }
 
 }  // namespace

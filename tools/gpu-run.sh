@@ -7,8 +7,9 @@
 #   throughput runs and the serve smoke test; every flavour runs the GPU tests and the latency cases. A plain BIN_DIR
 #   is the flavour `native`. BIN_DIR holds prebuilt binaries looked up by name (cuda_backend_tests, cuda_kernel_bench,
 #   qinfer) and the shared libraries they need beside them (their rpath is $ORIGIN).
-#   QUICK=1: tests, kernel bench and latency only (no serve smoke, no throughput runs); PROFILE=1: also an Nsight
-#   Systems kernel summary of a batch-1 1 K run when nsys is installed; PARITY=1: tools/hf_parity_4b.py (the full-size
+#   QUICK=1: tests, kernel bench and latency only (no serve smoke, no throughput runs); PROFILE=1: also Nsight
+#   Compute's per-kernel durations (ncu, clocks left alone) of batch-1 decode steps at 1 K with each KV cache dtype,
+#   and an Nsight Systems kernel summary of a batch-1 1 K run where nsys is installed; PARITY=1: tools/hf_parity_4b.py (the full-size
 #   random 4B against transformers, per flavour; PARITY_WORK: where its 8 GB checkpoint goes, default /tmp/parity4b).
 #   LONG=1: the long-context cases of the first flavour (decode at 32 K and 128 K, both caches; one 128 K prompt
 #   beside 32 chats through serve with --target-itl-ms 50 and 0; a 128 K document asked three times); SOAK=1: also
@@ -240,6 +241,16 @@ if [[ -n $qinfer && -n ${PARITY:-} ]]; then
   summary+=("| $flavour 4B parity vs transformers | exit $?: $(grep -c ': ok' "$log_dir/parity4b.log") of 6 cases ok |")
 fi
 # Kernel-level timeline of one batch-1 run (prefill of 1 K, then decode) when Nsight Systems is installed.
+# The decode step's kernels one by one (serialised by the profiler, so without the overlap of programmatic launch).
+if [[ -n $qinfer && -n ${PROFILE:-} && $first_flavour -eq 1 ]] && command -v ncu >/dev/null; then
+  for kv in bf16 fp8; do
+    ncu --clock-control none --metrics gpu__time_duration.sum --print-summary per-kernel \
+      --kernel-name 'regex:decode_attention|gemv|rmsnorm|qk_norm|swiglu|embedding|sampl' --launch-count 800 \
+      "$qinfer" bench latency --load-format dummy --config "$config" --device cuda --batch 1 --input-len 1024 \
+      --output-len 4 --max-model-len 4096 --kv-cache-dtype "$kv" >"$log_dir/ncu_decode_b1_1k_$kv.txt" 2>&1
+    summary+=("| ncu decode b1 1k $kv | exit $? (per-kernel durations in ncu_decode_b1_1k_$kv.txt) |")
+  done
+fi
 if [[ -n $qinfer && -n ${PROFILE:-} && $first_flavour -eq 1 ]] && command -v nsys >/dev/null; then
   nsys profile -o "$log_dir/b1_1k" --force-overwrite true "$qinfer" bench latency --load-format dummy \
     --config "$config" --device cuda --batch 1 --input-len 1024 --output-len 32 --max-model-len 4096 \

@@ -63,10 +63,6 @@ Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks)
     throw Error(ErrorKind::kInvalidArgument,
                 "target_step_ms must be a finite number >= 0 and min_latency_chunk >= 1, got " +
                     std::to_string(options_.target_step_ms) + " and " + std::to_string(options_.min_latency_chunk));
-  const StepTimeModelOptions& model = options_.step_time_model;
-  if (!(model.initial_ms_per_cost > 0) || !(model.prior_cost > 0) || !(model.decay > 0 && model.decay < 1))
-    throw Error(ErrorKind::kInvalidArgument,
-                "step time model: initial_ms_per_cost and prior_cost must be > 0 and decay in (0, 1)");
   if (!(options_.prefill_attention_cost_ratio >= 0) || !std::isfinite(options_.prefill_attention_cost_ratio))
     throw Error(ErrorKind::kInvalidArgument, "prefill_attention_cost_ratio must be a finite number >= 0, got " +
                                                  std::to_string(options_.prefill_attention_cost_ratio));

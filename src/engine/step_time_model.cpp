@@ -20,7 +20,9 @@ constexpr double kOutlierFactor = 4;
 
 StepTimeModel::StepTimeModel(StepTimeModelOptions options)
     : options_(options), excess_ms_(options.initial_ms_per_cost * options.prior_cost), cost_(options.prior_cost) {
-  QINFER_CHECK(options_.initial_ms_per_cost > 0 && options_.prior_cost > 0 && options_.decay > 0 && options_.decay < 1);
+  if (!(options_.initial_ms_per_cost > 0) || !(options_.prior_cost > 0) || !(options_.decay > 0 && options_.decay < 1))
+    throw Error(ErrorKind::kInvalidArgument,
+                "step time model: initial_ms_per_cost and prior_cost must be > 0 and decay in (0, 1)");
 }
 
 void StepTimeModel::observe(double prefill_cost, bool has_decodes, double ms) {

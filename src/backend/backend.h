@@ -147,6 +147,9 @@ void validate_batch(const Batch& batch, const ModelConfig& config, const KvCache
 // sample_token() defines: a constrained row gets its constraints applied in place first; position i of a
 // sample_all_positions sequence draws with sample_step + i over the output before its proposal. The CPU backend's
 // sampling, and the reference other backends' draws are checked against. Results in batch order.
-std::vector<SampleResult> sample_batch_on_host(const Batch& batch, std::span<float> logits, int vocab);
+// `sampled_elsewhere` [batch.sequences.size()] (empty: none): sequences whose rows get their constraints applied but
+// are left unsampled (default results in their places), for a caller that draws them by another rule.
+std::vector<SampleResult> sample_batch_on_host(const Batch& batch, std::span<float> logits, int vocab,
+                                               const std::vector<bool>& sampled_elsewhere = {});
 
 }  // namespace qinfer

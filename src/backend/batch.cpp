@@ -61,18 +61,26 @@ void validate_batch(const Batch& batch, const ModelConfig& config, const KvCache
       fail("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(config.vocab_size));
 }
 
-std::vector<SampleResult> sample_batch_on_host(const Batch& batch, std::span<float> logits, int vocab) {
+std::vector<SampleResult> sample_batch_on_host(const Batch& batch, std::span<float> logits, int vocab,
+                                               const std::vector<bool>& sampled_elsewhere) {
+  QINFER_CHECK(sampled_elsewhere.empty() || sampled_elsewhere.size() == batch.sequences.size());
   std::vector<SampleResult> results;
   const size_t row_size = static_cast<size_t>(vocab);
   size_t row = 0;
-  for (const BatchSequence& s : batch.sequences) {
+  for (size_t index = 0; index < batch.sequences.size(); ++index) {
+    const BatchSequence& s = batch.sequences[index];
     const int32_t num_samples = s.num_samples();
     if (num_samples == 0) continue;
+    const bool elsewhere = !sampled_elsewhere.empty() && sampled_elsewhere[index];
     // With sample_all_positions the history ends with the proposed tokens; position i sees those before it.
     const size_t base_output = s.history.output.size() - static_cast<size_t>(num_samples - 1);
     for (int32_t i = 0; i < num_samples; ++i, ++row) {
       std::span<float> row_logits = logits.subspan(row * row_size, row_size);
       if (s.constrained()) apply_logit_constraints(row_logits, s.allowed_tokens, s.logit_bias);
+      if (elsewhere) {
+        results.emplace_back();
+        continue;
+      }
       const TokenHistory history{s.history.prompt, s.history.output.first(base_output + static_cast<size_t>(i))};
       results.push_back(sample_token(row_logits, *s.sampling, history, s.sample_step + static_cast<uint64_t>(i)));
     }

@@ -67,13 +67,17 @@ std::vector<SampleResult> rejection_sample(std::span<const float> logits, int vo
 std::vector<SampleResult> sample_verified_batch_on_host(const Batch& batch, std::span<float> logits, int vocab,
                                                         std::span<const SpeculationState* const> states) {
   QINFER_CHECK(states.size() == batch.sequences.size());
-  std::vector<SampleResult> results = sample_batch_on_host(batch, logits, vocab);
+  std::vector<bool> judged(batch.sequences.size());  // by rejection sampling: the draft model's proposals
+  for (size_t s = 0; s < judged.size(); ++s)
+    judged[s] =
+        states[s] != nullptr && batch.sequences[s].sample_all_positions && !states[s]->draft_distributions.empty();
+  std::vector<SampleResult> results = sample_batch_on_host(batch, logits, vocab, judged);
   size_t row = 0;
   for (size_t s = 0; s < batch.sequences.size(); ++s) {
     const BatchSequence& seq = batch.sequences[s];
     const size_t num_samples = static_cast<size_t>(seq.num_samples());
     const SpeculationState* state = states[s];
-    if (state != nullptr && seq.sample_all_positions && !state->draft_distributions.empty()) {
+    if (judged[s]) {
       QINFER_CHECK(state->drafts.size() + 1 == num_samples &&
                    state->draft_distributions.size() == state->drafts.size());
       const std::vector<SampleResult> judged = rejection_sample(

@@ -29,10 +29,10 @@ std::vector<SampleResult> rejection_sample(std::span<const float> logits, int vo
                                            const TokenHistory& history, uint64_t sample_step,
                                            std::span<const int32_t> drafts, std::span<const SamplingDistribution> q);
 
-// A verify step's results from forward_logits rows [num_sampled, vocab] on the host: every row as
-// sample_batch_on_host samples it (constraints applied in place), then each sequence whose `states` entry holds draft
-// distributions for its proposals re-judged by rejection_sample. `states` [batch.sequences.size()]: null for a
-// sequence without a draft model's proposals.
+// A verify step's results from forward_logits rows [num_sampled, vocab] on the host: each sequence whose `states`
+// entry holds draft distributions for its proposals judged by rejection_sample, every other row as
+// sample_batch_on_host samples it (constraints applied in place on all of them). `states` [batch.sequences.size()]:
+// null for a sequence without a draft model's proposals.
 std::vector<SampleResult> sample_verified_batch_on_host(const Batch& batch, std::span<float> logits, int vocab,
                                                         std::span<const SpeculationState* const> states);
 

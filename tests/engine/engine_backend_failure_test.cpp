@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "engine/engine.h"
+#include "engine_test_util.h"
 #include "testing/fake_backend.h"
 
 namespace qinfer::testing {
@@ -24,12 +25,7 @@ FinishReason finish_reason(RequestStream& stream) {
 }
 
 TEST(EngineBackendFailure, StatsSayWhyTheBackendCannotRun) {
-  FakeModelSpec spec;
-  spec.vocab_size = 512;
-  spec.num_blocks = 64;
-  spec.block_size = 4;
-  spec.max_model_len = 128;
-  FakeBackend backend(spec);
+  FakeBackend backend(fake_model());
   Engine engine(backend, EngineOptions{});
   GenerationRequest request;
   request.prompt.resize(10);

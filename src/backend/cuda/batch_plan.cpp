@@ -166,14 +166,19 @@ bool is_graphable_decode(const BatchPlan& plan) {
          plan.sample_rows.size() == plan.decode_q_rows.size();
 }
 
-int graphable_verify_positions(const BatchPlan& plan) {
-  if (!plan.decode_q_rows.empty() || plan.prefill_q_lens.empty() ||
-      plan.sample_rows.size() != static_cast<size_t>(plan.num_tokens))
-    return 0;
+GraphableChunks graphable_chunks(const BatchPlan& plan) {
+  const size_t sequences = plan.prefill_q_lens.size();
+  if (!plan.decode_q_rows.empty() || sequences == 0) return {};
   const int32_t positions = plan.prefill_q_lens.front();
   const bool uniform = std::all_of(plan.prefill_q_lens.begin(), plan.prefill_q_lens.end(),
                                    [&](int32_t q_len) { return q_len == positions; });
-  return uniform && positions >= 2 ? positions : 0;
+  if (!uniform || positions < 2) return {};
+  if (plan.sample_rows.size() == static_cast<size_t>(plan.num_tokens)) return {positions, true};
+  // Each sequence samples its last row only: rows are in sequence order, one per sequence.
+  if (positions > kMaxGraphedLastRowChunk || plan.sample_rows.size() != sequences) return {};
+  for (size_t s = 0; s < sequences; ++s)
+    if (plan.sample_rows[s] != plan.prefill_q_starts[s] + positions - 1) return {};
+  return {positions, false};
 }
 
 namespace {
@@ -216,7 +221,8 @@ void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t 
   plan.num_tokens = padded_sequences;
 }
 
-void pad_verify_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size) {
+void pad_chunk_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size,
+                    bool all_sampled) {
   const int sequences = static_cast<int>(plan.prefill_q_lens.size());
   const int positions = plan.max_prefill_q_len;
   widen_block_tables(plan, sequences, padded_sequences, stride, scratch_block);
@@ -228,8 +234,10 @@ void pad_verify_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t 
       plan.positions.push_back(t);
       // Positions beyond the scratch block wrap into it: the dummy rows' K/V are never read by a real sequence.
       plan.slots.push_back(static_cast<int64_t>(scratch_block) * block_size + t % block_size);
-      plan.sample_rows.push_back(first_row + t);
-      plan.sampling_params.push_back(greedy);
+      if (all_sampled || t == positions - 1) {
+        plan.sample_rows.push_back(first_row + t);
+        plan.sampling_params.push_back(greedy);
+      }
     }
     plan.prefill_table_rows.push_back(s);
     plan.prefill_q_starts.push_back(first_row);

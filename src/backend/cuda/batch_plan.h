@@ -64,19 +64,26 @@ std::vector<PenaltyEntry> penalty_entries(const BatchPlan& plan);
 // Whether a plan can run as a captured decode graph: decode only, every sequence sampled.
 bool is_graphable_decode(const BatchPlan& plan);
 
-// The positions per sequence (k + 1) of a plan that can run as a captured verify graph, else 0: speculative
-// verification only (no decodes, every row of every sequence sampled), each sequence scoring the same number of
-// positions, at least 2.
-int graphable_verify_positions(const BatchPlan& plan);
+// The shape of a plan that can run as a captured graph of equal chunks: no decodes, every sequence computing the same
+// number of positions (at least 2), with every position sampled (speculative verification: k + 1 positions) or only
+// each sequence's last (a draft model catching up on the tokens accepted since it last ran, then proposing; at most
+// kMaxGraphedLastRowChunk positions, so that prompt chunks of every length do not each capture a graph).
+struct GraphableChunks {
+  int positions = 0;  // per sequence; 0: not graphable as equal chunks
+  bool all_sampled = false;
+};
+constexpr int kMaxGraphedLastRowChunk = 17;
+GraphableChunks graphable_chunks(const BatchPlan& plan);
 
 // Pads a decode-only plan to `padded_sequences` with dummy sequences that write and read only `scratch_block`, and
 // widens the block tables to `stride` columns (the new columns and the dummy rows point to the scratch block; entries
 // past a sequence's blocks are never read), so that every array has the size a captured graph was recorded with.
 void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size);
 
-// Pads a verify plan (graphable_verify_positions > 0) to `padded_sequences` in the same way: each dummy sequence
-// scores as many positions as the real ones, from nothing cached, reading and writing only `scratch_block`, and
-// samples every position greedily.
-void pad_verify_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size);
+// Pads a plan of equal chunks (graphable_chunks) to `padded_sequences` in the same way: each dummy sequence computes
+// as many positions as the real ones, from nothing cached, reading and writing only `scratch_block`, and samples every
+// position (all_sampled) or its last, greedily.
+void pad_chunk_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size,
+                    bool all_sampled);
 
 }  // namespace qinfer::cuda

@@ -16,11 +16,12 @@
 namespace qinfer::cuda {
 
 // Everything a captured step bakes in besides the fixed buffers: padded batch, positions per sequence (1: a decode
-// step; k + 1: a verify step, on the prefill path), block-table stride, and the context bucket the attention splits
-// were planned for.
+// step; more: equal chunks on the prefill path, each position sampled for a verify step, else the last), block-table
+// stride, and the context bucket the attention splits were planned for.
 struct DecodeGraphKey {
   int padded_sequences = 0;
   int positions_per_sequence = 1;
+  bool all_positions_sampled = false;
   int block_table_stride = 0;
   int context_bucket = 0;
   bool samples = true;  // false: the forward alone (constrained steps sample after the graph)

@@ -34,31 +34,33 @@ const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t 
   p.num_requested_samples = static_cast<int>(p.host.sample_rows.size());
   p.split_context = p.host.max_decode_context;
   // Decode-only steps replay a captured graph: padded batch, block tables and attention splits planned for the
-  // power-of-two bucket of the longest context, so one graph serves many steps. So do verify-only steps whose
-  // sequences score the same number of positions, over a bf16 cache (an fp8 cache's prefill path plans a gather
-  // from the contexts).
-  const int verify_positions = kv_.dtype == KvCacheDtype::kBf16 ? graphable_verify_positions(p.host) : 0;
-  p.graph = graphs && (is_graphable_decode(p.host) || verify_positions > 0);
+  // power-of-two bucket of the longest context, so one graph serves many steps. So do steps of equal chunks
+  // (verification, a draft catching up), over a bf16 cache (an fp8 cache's prefill path plans a gather from the
+  // contexts).
+  const GraphableChunks chunks = kv_.dtype == KvCacheDtype::kBf16 ? graphable_chunks(p.host) : GraphableChunks{};
+  p.graph = graphs && (is_graphable_decode(p.host) || chunks.positions > 0);
   if (p.graph) {
     DecodeGraphKey& key = p.graph_key;
-    const bool verify = verify_positions > 0;
     int max_context = p.host.max_decode_context;
     for (size_t s = 0; s < p.host.prefill_q_lens.size(); ++s)
       max_context = std::max(max_context, p.host.prefill_cached_lens[s] + p.host.prefill_q_lens[s]);
-    const int sequences = verify ? static_cast<int>(p.host.prefill_q_lens.size()) : p.num_requested_samples;
+    const int sequences =
+        chunks.positions > 0 ? static_cast<int>(p.host.prefill_q_lens.size()) : p.num_requested_samples;
     key.padded_sequences = padded_batch_size(sequences);
-    key.positions_per_sequence = verify ? verify_positions : 1;
+    key.positions_per_sequence = chunks.positions > 0 ? chunks.positions : 1;
+    key.all_positions_sampled = chunks.all_sampled;
     key.context_bucket = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(64, max_context))));
     key.block_table_stride = (key.context_bucket + kv_.block_size - 1) / kv_.block_size;
     key.samples = !p.host.constrained();  // constrained steps sample after the graph, once their masks are ready
-    // Every padded row is sampled: a graph's rows must fit the logits buffer (max_num_seqs rows) in one chunk.
-    const int padded_rows = key.padded_sequences * key.positions_per_sequence;
-    p.graph = padded_rows <= limits_.max_num_seqs && padded_rows <= limits_.max_num_batched_tokens;
+    // The padded sampled rows must fit the logits buffer (max_num_seqs rows) in one chunk.
+    const int padded_tokens = key.padded_sequences * key.positions_per_sequence;
+    const int padded_rows = chunks.all_sampled ? padded_tokens : key.padded_sequences;
+    p.graph = padded_rows <= limits_.max_num_seqs && padded_tokens <= limits_.max_num_batched_tokens;
   }
   if (p.graph) {
     if (p.graph_key.positions_per_sequence > 1)
-      pad_verify_plan(p.host, p.graph_key.padded_sequences, p.graph_key.block_table_stride, scratch_block_,
-                      kv_.block_size);
+      pad_chunk_plan(p.host, p.graph_key.padded_sequences, p.graph_key.block_table_stride, scratch_block_,
+                     kv_.block_size, p.graph_key.all_positions_sampled);
     else
       pad_decode_plan(p.host, p.graph_key.padded_sequences, p.graph_key.block_table_stride, scratch_block_,
                       kv_.block_size);

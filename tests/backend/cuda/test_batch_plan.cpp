@@ -162,7 +162,7 @@ TEST(BatchPlan, SampleAllPositionsGivesARowPerPosition) {
   EXPECT_EQ(plan.num_biases, 3);
   EXPECT_TRUE(plan.constrained());
   EXPECT_FALSE(is_graphable_decode(plan));
-  EXPECT_EQ(graphable_verify_positions(plan), 0);  // a decode and a prefill share the step
+  EXPECT_EQ(graphable_chunks(plan).positions, 0);  // a decode and a prefill share the step
 }
 
 TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
@@ -189,8 +189,9 @@ TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
   EXPECT_EQ(plan.sampling_params[3].penalty_begin, plan.sampling_params[3].penalty_end);
 }
 
-// Verify-only steps are graphable when every sequence scores the same number of positions, all of them sampled.
-TEST(BatchPlan, VerifyStepsAreGraphableWithOnePositionCount) {
+// Steps of equal chunks are graphable when every sequence computes the same number of positions and samples all of
+// them (verification) or only its last (a draft catching up, up to kMaxGraphedLastRowChunk positions).
+TEST(BatchPlan, EqualChunksAreGraphable) {
   const std::vector<int32_t> table_a = {2, 8}, table_b = {5, 6};
   SamplingParams greedy;
   greedy.temperature = 0;
@@ -202,16 +203,29 @@ TEST(BatchPlan, VerifyStepsAreGraphableWithOnePositionCount) {
     s.sample_all_positions = true;
     s.history = {prompt, output};
   }
-  EXPECT_EQ(graphable_verify_positions(plan_batch(batch, 16, 1000)), 3);
-  batch.sequences[1].sample_all_positions = false;  // a plain prefill chunk samples its last row only
-  EXPECT_EQ(graphable_verify_positions(plan_batch(batch, 16, 1000)), 0);
-  batch.sequences[1].sample_all_positions = true;
+  GraphableChunks chunks = graphable_chunks(plan_batch(batch, 16, 1000));
+  EXPECT_EQ(chunks.positions, 3);
+  EXPECT_TRUE(chunks.all_sampled);
+  batch.sequences[1].sample_all_positions = false;  // one verifies, the other samples its last row: mixed
+  EXPECT_EQ(graphable_chunks(plan_batch(batch, 16, 1000)).positions, 0);
+  batch.sequences[0].sample_all_positions = false;  // both sample their last row
+  chunks = graphable_chunks(plan_batch(batch, 16, 1000));
+  EXPECT_EQ(chunks.positions, 3);
+  EXPECT_FALSE(chunks.all_sampled);
+  batch.sequences[1].sample = false;  // a sequence that samples nothing
+  EXPECT_EQ(graphable_chunks(plan_batch(batch, 16, 1000)).positions, 0);
+  batch.sequences[1].sample = true;
   batch.token_ids.pop_back();
   batch.sequences[1].num_tokens = 2;  // 3 and 2 positions
-  EXPECT_EQ(graphable_verify_positions(plan_batch(batch, 16, 1000)), 0);
+  EXPECT_EQ(graphable_chunks(plan_batch(batch, 16, 1000)).positions, 0);
+  // A long chunk sampling its last row is a prompt chunk, not graphed.
+  Batch prompt_batch;
+  prompt_batch.token_ids.assign(kMaxGraphedLastRowChunk + 1, 7);
+  prompt_batch.sequences = {batch_sequence(kMaxGraphedLastRowChunk + 1, 0, table_a, &greedy)};
+  EXPECT_EQ(graphable_chunks(plan_batch(prompt_batch, 16, 1000)).positions, 0);
 }
 
-TEST(BatchPlan, PadsVerifyPlansWithScratchSequences) {
+TEST(BatchPlan, PadsEqualChunkPlansWithScratchSequences) {
   const std::vector<int32_t> table_a = {2, 8};
   SamplingParams greedy;
   greedy.temperature = 0;
@@ -221,25 +235,28 @@ TEST(BatchPlan, PadsVerifyPlansWithScratchSequences) {
   batch.sequences = {batch_sequence(3, 20, table_a, &greedy)};
   batch.sequences[0].sample_all_positions = true;
   batch.sequences[0].history = {prompt, output};
-  BatchPlan plan = plan_batch(batch, 16, 1000);
-  ASSERT_EQ(graphable_verify_positions(plan), 3);
-  pad_verify_plan(plan, 2, 4, 99, 16);
-  EXPECT_EQ(plan.num_tokens, 6);
-  EXPECT_EQ(plan.token_ids.size(), 6u);
-  EXPECT_EQ(plan.block_table_stride, 4);
-  EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{2, 8, 99, 99, 99, 99, 99, 99}));
-  EXPECT_EQ(std::vector<int32_t>(plan.positions.begin() + 3, plan.positions.end()), (std::vector<int32_t>{0, 1, 2}));
-  EXPECT_EQ(std::vector<int64_t>(plan.slots.begin() + 3, plan.slots.end()),
-            (std::vector<int64_t>{99 * 16, 99 * 16 + 1, 99 * 16 + 2}));
-  EXPECT_EQ(plan.prefill_table_rows, (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(plan.prefill_q_starts, (std::vector<int32_t>{0, 3}));
-  EXPECT_EQ(plan.prefill_q_lens, (std::vector<int32_t>{3, 3}));
-  EXPECT_EQ(plan.prefill_cached_lens, (std::vector<int32_t>{20, 0}));
-  EXPECT_EQ(plan.sample_rows, (std::vector<int32_t>{0, 1, 2, 3, 4, 5}));
-  ASSERT_EQ(plan.sampling_params.size(), 6u);
-  EXPECT_EQ(plan.sampling_params[5].temperature, 0.0f);
-  EXPECT_EQ(plan.max_prefill_q_len, 3);
-  EXPECT_TRUE(plan.decode_q_rows.empty());
+  for (const bool all_sampled : {true, false}) {
+    batch.sequences[0].sample_all_positions = all_sampled;
+    BatchPlan plan = plan_batch(batch, 16, 1000);
+    ASSERT_EQ(graphable_chunks(plan).positions, 3);
+    pad_chunk_plan(plan, 2, 4, 99, 16, all_sampled);
+    EXPECT_EQ(plan.num_tokens, 6);
+    EXPECT_EQ(plan.token_ids.size(), 6u);
+    EXPECT_EQ(plan.block_table_stride, 4);
+    EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{2, 8, 99, 99, 99, 99, 99, 99}));
+    EXPECT_EQ(std::vector<int32_t>(plan.positions.begin() + 3, plan.positions.end()), (std::vector<int32_t>{0, 1, 2}));
+    EXPECT_EQ(std::vector<int64_t>(plan.slots.begin() + 3, plan.slots.end()),
+              (std::vector<int64_t>{99 * 16, 99 * 16 + 1, 99 * 16 + 2}));
+    EXPECT_EQ(plan.prefill_table_rows, (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(plan.prefill_q_starts, (std::vector<int32_t>{0, 3}));
+    EXPECT_EQ(plan.prefill_q_lens, (std::vector<int32_t>{3, 3}));
+    EXPECT_EQ(plan.prefill_cached_lens, (std::vector<int32_t>{20, 0}));
+    EXPECT_EQ(plan.sample_rows, all_sampled ? (std::vector<int32_t>{0, 1, 2, 3, 4, 5}) : (std::vector<int32_t>{2, 5}));
+    ASSERT_EQ(plan.sampling_params.size(), all_sampled ? 6u : 2u);
+    EXPECT_EQ(plan.sampling_params.back().temperature, 0.0f);
+    EXPECT_EQ(plan.max_prefill_q_len, 3);
+    EXPECT_TRUE(plan.decode_q_rows.empty());
+  }
 }
 
 }  // namespace

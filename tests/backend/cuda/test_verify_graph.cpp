@@ -1,5 +1,6 @@
-// Speculative verify steps replayed as captured CUDA graphs: the planner pads a verify-only step whose sequences score
-// the same number of positions into a graph shape, and the replay must give what the eager step gives. One and two
+// Steps of equal chunks replayed as captured CUDA graphs: the planner pads a step whose sequences compute the same
+// number of positions, sampling all of them (speculative verification) or each sequence's last (a draft model catching
+// up), into a graph shape, and the replay must give what the eager step gives. One and two
 // sequences pad to themselves (the same kernels over the same rows: exactly equal); three pad to four, whose dummy
 // sequence only adds rows (equal within bf16 rounding). Each shape runs twice at different contexts, so the second
 // step replays the graph the first captured, with the new step's metadata.
@@ -45,6 +46,8 @@ class CudaVerifyGraphTest : public ::testing::TestWithParam<int> {
   }
 
   int positions() const { return GetParam(); }
+  // Steps of 1-3 sequences, each computing positions() tokens and sampling all of them or its last, against eager.
+  void check_replay(bool all_positions);
 
   void prefill(Backend& backend) const {
     Batch batch;
@@ -55,14 +58,14 @@ class CudaVerifyGraphTest : public ::testing::TestWithParam<int> {
 
   // The first `sequences` sequences verify positions() tokens each after `cached` tokens: their prompt's tokens from
   // `cached` on stand in for the last output token and the proposals.
-  Batch verify_batch(int sequences, int cached, const SamplingParams* sampling) {
+  Batch verify_batch(int sequences, int cached, const SamplingParams* sampling, bool all_positions = true) {
     Batch batch;
     for (int s = 0; s < sequences; ++s) {
       const auto& prompt = prompts_[static_cast<size_t>(s)];
       outputs_[s].assign(prompt.begin() + cached - kPrompt / 2, prompt.begin() + cached - kPrompt / 2 + positions());
       for (int i = 0; i < positions(); ++i) batch.token_ids.push_back(outputs_[s][static_cast<size_t>(i)]);
       BatchSequence verify = testing::batch_sequence(positions(), cached, tables_[s], sampling);
-      verify.sample_all_positions = true;
+      verify.sample_all_positions = all_positions;
       verify.history = {prompt, outputs_[s]};
       verify.sample_step = 1;
       batch.sequences.push_back(verify);
@@ -77,7 +80,10 @@ class CudaVerifyGraphTest : public ::testing::TestWithParam<int> {
   SamplingParams greedy_{.temperature = 0};
 };
 
-TEST_P(CudaVerifyGraphTest, ReplayGivesTheEagerStep) {
+TEST_P(CudaVerifyGraphTest, ReplayGivesTheEagerStep) { check_replay(true); }
+TEST_P(CudaVerifyGraphTest, LastRowChunksReplayGiveTheEagerStep) { check_replay(false); }
+
+void CudaVerifyGraphTest::check_replay(bool all_positions) {
   SamplingParams seeded{.temperature = 0.8f, .top_k = 50};
   seeded.seed = 7;
   seeded.num_top_logprobs = 2;
@@ -86,9 +92,9 @@ TEST_P(CudaVerifyGraphTest, ReplayGivesTheEagerStep) {
   for (int sequences : {1, 2, 3}) {
     for (int cached : {kPrompt - 8, kPrompt - 3}) {  // the second replays the first's graph (same context bucket)
       for (const SamplingParams* sampling : {&greedy_, &seeded}) {
-        const Batch batch = verify_batch(sequences, cached, sampling);
+        const Batch batch = verify_batch(sequences, cached, sampling, all_positions);
         const std::vector<SampleResult> want = eager_->step(batch), got = graphed_->step(batch);
-        ASSERT_EQ(got.size(), static_cast<size_t>(sequences * positions()));
+        ASSERT_EQ(got.size(), static_cast<size_t>(all_positions ? sequences * positions() : sequences));
         ASSERT_EQ(want.size(), got.size());
         const bool padded = cuda::padded_batch_size(sequences) != sequences;
         const std::string where = std::to_string(sequences) + " sequences after " + std::to_string(cached);
@@ -116,6 +122,7 @@ TEST_P(CudaVerifyGraphTest, PlannerGraphsUniformVerifySteps) {
   EXPECT_TRUE(plan.graph);
   EXPECT_EQ(plan.graph_key.padded_sequences, 4);
   EXPECT_EQ(plan.graph_key.positions_per_sequence, positions());
+  EXPECT_TRUE(plan.graph_key.all_positions_sampled);
   EXPECT_EQ(plan.host.num_tokens, 4 * positions());
   EXPECT_EQ(plan.num_requested_samples, 3 * positions());
   Batch mixed = verify_batch(2, kPrompt - 8, &greedy_);

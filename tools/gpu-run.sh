@@ -222,6 +222,9 @@ if [[ -n $qinfer && -n ${SPEC:-} && $first_flavour -eq 1 ]]; then
     run_latency "spec_draft_$draft" 1 1024 128 --speculative-config \
       "{\"method\": \"draft_model\", \"model\": \"$repo/configs/$draft\", \"num_speculative_tokens\": 4, \"disable_by_batch_size\": 0}"
   done
+  # The cost curve of the 0.6B-shape draft at k = 4 whatever is accepted (random weights never agree).
+  run_latency spec_draft_fixed_k4 1 1024 128 --fixed-speculative-tokens --speculative-config \
+    "{\"method\": \"draft_model\", \"model\": \"$repo/configs/Qwen3-0.6B\", \"num_speculative_tokens\": 4, \"disable_by_batch_size\": 0}"
 fi
 if [[ -n $qinfer && -z ${QUICK:-} && $first_flavour -eq 1 ]]; then
   run_throughput 1k_1k_256 --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 --max-model-len 4096

@@ -41,6 +41,7 @@ struct LatencyFlags {
   bool json = false;
   int prompt_period = 0;  // > 0: each prompt repeats its first prompt_period tokens
   std::string speculative_config;
+  bool fixed_speculative_tokens = false;  // k stays num_speculative_tokens: the cost curve whatever is accepted
 };
 
 using Clock = std::chrono::steady_clock;
@@ -64,9 +65,11 @@ struct LatencyRun {
   std::vector<double> decode_step_seconds;
   int64_t decode_tokens = 0;     // tokens the decode steps produced, over all sequences
   SpeculationStats speculation;  // with --speculative-config
-  // Draft model, over the decode steps: the draft's steps and time, and the target's time in Backend calls (the
-  // verify steps' cost).
+  // Draft model, over the decode steps after the first: the draft's steps and time, and the target's time in Backend
+  // calls over all decode steps (the verify steps' cost). The first decode step's proposals include the draft's
+  // catch-up on the whole prompt, a prefill, which draft_first_step holds apart.
   DraftStats draft;
+  DraftStats draft_first_step;
   double decode_backend_seconds = 0;
 };
 
@@ -77,6 +80,7 @@ LatencyRun run_through_engine(Backend& backend, Backend* draft, const LatencyFla
                               int input_len, int output_len) {
   EngineOptions options = engine_options_from_flags(f.backend, EngineFlags{});
   options.speculation = parse_speculative_config(f.speculative_config);
+  options.speculation.adaptive = !f.fixed_speculative_tokens;
   options.max_model_len = f.input_len + f.output_len;  // what the bench needs, not the model's whole context
   Engine engine(backend, options, draft);              // its own block manager: no prefix cached by an earlier run
   std::vector<RequestHandle> handles;
@@ -95,6 +99,7 @@ LatencyRun run_through_engine(Backend& backend, Backend* draft, const LatencyFla
   const auto start = Clock::now();
   std::vector<StreamDelta> deltas;
   EngineStats decode_start;  // the counters when every sequence had its first token
+  DraftStats draft_after_first_step;
   for (;;) {
     const auto step_start = Clock::now();
     if (!engine.step() && !engine.has_work()) break;
@@ -115,6 +120,7 @@ LatencyRun run_through_engine(Backend& backend, Backend* draft, const LatencyFla
     }
     if (decoding) {
       result.decode_step_seconds.push_back(step_seconds);
+      if (result.decode_step_seconds.size() == 1) draft_after_first_step = engine.stats().draft;
     } else if (num_started == handles.size()) {
       result.prefill_seconds = seconds_since(start);
       decode_start = engine.stats();
@@ -122,7 +128,9 @@ LatencyRun run_through_engine(Backend& backend, Backend* draft, const LatencyFla
   }
   const EngineStats end = engine.stats();
   result.speculation = end.scheduler.speculation;
-  result.draft = end.draft.since(decode_start.draft);
+  if (result.decode_step_seconds.empty()) draft_after_first_step = end.draft;
+  result.draft = end.draft.since(draft_after_first_step);
+  result.draft_first_step = draft_after_first_step.since(decode_start.draft);
   result.decode_backend_seconds = end.backend_seconds - decode_start.backend_seconds;
   return result;
 }
@@ -350,6 +358,8 @@ void run_latency(const LatencyFlags& f) {
                         {"seconds", run.draft.seconds},
                         {"seconds_per_proposed_token", cost.draft_seconds_per_token},
                         {"seconds_per_step", cost.draft_seconds_per_step},
+                        {"first_step_seconds", run.draft_first_step.seconds},
+                        {"first_step_catch_up_tokens", run.draft_first_step.catch_up_tokens},
                         {"device", backends.draft->name()},
                         {"weights_bytes", backends.draft->memory_plan().weights.value_or(-1)}};
       }
@@ -414,7 +424,14 @@ void register_bench_latency(CLI::App& bench) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_speculative_config_flag(*cmd, f->speculative_config);
-  cmd->callback([f] { run_latency(*f); });
+  cmd->add_flag("--fixed-speculative-tokens", f->fixed_speculative_tokens,
+                "With --speculative-config: propose num_speculative_tokens every step whatever is accepted (no "
+                "adaptation), to measure the cost curve of verifying and drafting at that k");
+  cmd->callback([f] {
+    if (f->fixed_speculative_tokens && f->speculative_config.empty())
+      throw CLI::ValidationError("--fixed-speculative-tokens", "needs --speculative-config");
+    run_latency(*f);
+  });
 }
 
 }  // namespace

@@ -452,7 +452,8 @@ void Scheduler::accept_drafts(Sequence* seq, int32_t num_drafts, std::span<const
   blocks_.register_computed_blocks(*seq);
   const int32_t kept = std::min(accepted, produced);
   stats_.speculation.record(num_drafts, kept);
-  spec.adapt_after_verify(num_drafts, accepted, options_.speculation.num_speculative_tokens);
+  if (options_.speculation.adaptive)
+    spec.adapt_after_verify(num_drafts, accepted, options_.speculation.num_speculative_tokens);
   if (reason != FinishReason::kNone) finish(seq, reason);
 }
 

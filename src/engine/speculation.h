@@ -28,6 +28,10 @@ struct SpeculativeConfig {
   // A step in which more sequences decode than this runs without speculation: verifying costs more there than it
   // saves (0: no limit).
   int32_t disable_by_batch_size = 8;
+  // false (`bench latency --fixed-speculative-tokens`): every speculating sequence proposes num_speculative_tokens each
+  // step whatever verification accepted, so that a run measures the cost curve (verify and draft cost at that k) even
+  // where proposals are never right, as with random weights.
+  bool adaptive = true;
   // draft_model: the draft checkpoint (a directory or ORG/NAME) and, for dummy weights, its config.json. The CLI loads
   // it; the engine is given the draft's backend.
   std::string draft_model;

@@ -292,6 +292,24 @@ TEST(SpeculativeDecoding, LargeBatchesStepWithoutProposals) {
   EXPECT_GT(run(*backend, requests, config, 1000).stats.scheduler.speculation.draft_tokens, 0u);
 }
 
+// Without adaptation (the cost-curve bench) every verification proposes what the lookup finds up to k, even after
+// rejections; outputs stay those without speculation.
+TEST(SpeculativeDecoding, FixedTokensKeepProposingAfterRejections) {
+  auto backend = cpu_backend();
+  const std::vector<GenerationRequest> requests = mixed_requests();
+  const EngineRun plain = run(*backend, requests, SpeculativeConfig{});
+  const EngineRun adaptive = run(*backend, requests, ngram(4));
+  SpeculativeConfig fixed_config = ngram(4);
+  fixed_config.adaptive = false;
+  const EngineRun fixed = run(*backend, requests, fixed_config);
+  EXPECT_EQ(fixed.outcomes, plain.outcomes);
+  const SpeculationStats& a = adaptive.stats.scheduler.speculation;
+  const SpeculationStats& f = fixed.stats.scheduler.speculation;
+  ASSERT_LT(a.accepted_tokens, a.draft_tokens) << "the case needs rejections";
+  EXPECT_GT(f.draft_tokens, a.draft_tokens);
+  EXPECT_GT(static_cast<double>(f.draft_tokens) / static_cast<double>(f.verifications), 3.0);
+}
+
 TEST(SpeculativeDecoding, BackendWithoutMultiPositionSamplingRunsWithoutIt) {
   testing::FakeBackend backend(testing::FakeModelSpec{});
   ASSERT_FALSE(backend.supports_multi_position_sampling());

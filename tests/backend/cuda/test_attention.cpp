@@ -333,7 +333,8 @@ TEST(DecodeAttentionPlan, AutoRingKernelFollowsBatchOnHopper) {
     }
 }
 
-enum class PrefillKernel { kMmaSync, kWgmma };
+// kWgmmaSplits: the wgmma kernel given split buffers, so that it splits the keys where its grid is small.
+enum class PrefillKernel { kMmaSync, kWgmma, kWgmmaSplits };
 
 struct PrefillCase {
   AttentionShape shape;
@@ -343,19 +344,24 @@ struct PrefillCase {
 
 std::string prefill_case_name(const ::testing::TestParamInfo<PrefillCase>& info) {
   const PrefillCase& c = info.param;
-  return std::string(c.kernel == PrefillKernel::kWgmma ? "wgmma" : "mma_sync") + "_d" +
-         std::to_string(c.shape.head_dim) + "_h" + std::to_string(c.shape.num_heads) + "_kv" +
-         std::to_string(c.shape.num_kv_heads) + "_block" + std::to_string(c.block_size);
+  const char* kernel = c.kernel == PrefillKernel::kWgmma         ? "wgmma"
+                       : c.kernel == PrefillKernel::kWgmmaSplits ? "wgmma_splits"
+                                                                 : "mma_sync";
+  return std::string(kernel) + "_d" + std::to_string(c.shape.head_dim) + "_h" + std::to_string(c.shape.num_heads) +
+         "_kv" + std::to_string(c.shape.num_kv_heads) + "_block" + std::to_string(c.block_size);
 }
+
+size_t row_elements(const AttentionShape& shape) { return static_cast<size_t>(shape.num_heads) * shape.head_dim; }
 
 class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
  protected:
   // Sequence i has cached[i] tokens in the cache before its q_lens[i] new ones; all are attended to causally. Query
   // rows i % check_every == 0 and each sequence's last row are compared (all heads), to bound the float64 reference.
+  // expect_splits: with kWgmmaSplits the case must split its keys (the other kernels run it whole).
   void check_against_reference(const std::vector<int>& cached, const std::vector<int>& q_lens, unsigned seed,
-                               int check_every = 1, bool poison_past_context = false) {
+                               int check_every = 1, bool poison_past_context = false, bool expect_splits = false) {
     const PrefillCase& c = GetParam();
-    if (c.kernel == PrefillKernel::kWgmma && !prefill_attention_wgmma_available(test_device()))
+    if (c.kernel != PrefillKernel::kMmaSync && !prefill_attention_wgmma_available(test_device()))
       GTEST_SKIP() << "the wgmma kernel needs an sm_90a build on a compute 9.0 GPU";
     const AttentionShape shape = c.shape;
     std::mt19937 rng(seed);
@@ -395,23 +401,40 @@ class PrefillAttentionTest : public ::testing::TestWithParam<PrefillCase> {
     p.block_size = cache.block_size;
     p.pool_blocks = cache.num_blocks;
     p.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-    if (c.kernel == PrefillKernel::kWgmma)
+    // Split buffers for up to 8 splits of every row (at most 4 096 rows), NaN-filled: a row the merge reads but no
+    // split wrote shows.
+    const size_t split_rows =
+        c.kernel == PrefillKernel::kWgmmaSplits ? std::min<size_t>(8 * static_cast<size_t>(total), 4096) : 1;
+    DeviceArray<float> split_out(std::vector<float>(split_rows * row_elements(shape), NAN));
+    DeviceArray<float> split_lse(std::vector<float>(split_rows * static_cast<size_t>(shape.num_heads), NAN));
+    if (c.kernel == PrefillKernel::kWgmmaSplits) {
+      p.split_out = split_out.get();
+      p.split_lse = split_lse.get();
+      p.split_rows_capacity = static_cast<int>(split_rows);
+      p.num_tokens = total;
+      p.max_context_len = *std::max_element(context_lens.begin(), context_lens.end());
+      const int splits = prefill_attention_kv_splits(p, test_device().num_sms);
+      if (expect_splits) {
+        EXPECT_GT(splits, 1) << "the case was meant to split its keys";
+      }
+    }
+    if (c.kernel != PrefillKernel::kMmaSync)
       launch_prefill_attention_wgmma(p, test_stream());
     else
       launch_prefill_attention_mma_sync(p, test_stream());
 
     const std::vector<__nv_bfloat16> result = out.download();
-    const size_t row_elements = static_cast<size_t>(shape.num_heads) * shape.head_dim;
+    const size_t row_width = row_elements(shape);
     std::vector<__nv_bfloat16> checked;
     std::vector<double> ref;
     for (int s = 0; s < seqs; ++s)
       for (int i = 0; i < q_lens[s]; ++i) {
         if (i % check_every != 0 && i != q_lens[s] - 1) continue;
         const size_t row = static_cast<size_t>(q_starts[s] + i);
-        checked.insert(checked.end(), result.begin() + static_cast<ptrdiff_t>(row * row_elements),
-                       result.begin() + static_cast<ptrdiff_t>((row + 1) * row_elements));
+        checked.insert(checked.end(), result.begin() + static_cast<ptrdiff_t>(row * row_width),
+                       result.begin() + static_cast<ptrdiff_t>((row + 1) * row_width));
         for (int h = 0; h < shape.num_heads; ++h) {
-          auto o = reference_attention(cache, &q[row * row_elements + static_cast<size_t>(h) * shape.head_dim],
+          auto o = reference_attention(cache, &q[row * row_width + static_cast<size_t>(h) * shape.head_dim],
                                        table_rows[s], h, cached[s] + i + 1);
           ref.insert(ref.end(), o.begin(), o.end());
         }
@@ -459,9 +482,20 @@ TEST_P(PrefillAttentionTest, ManyShortSequences) {
   check_against_reference(cached, q_lens, 14);
 }
 
+TEST_P(PrefillAttentionTest, ShortChunksAfterLongContextsSplitTheirKeys) {
+  SKIP_WITHOUT_GPU();
+  // A question of 16 tokens about a long cached document, a 5-token verify step, and a 200-token chunk beside a
+  // 3-token one and one whose context is shorter than the splits (its later splits have no key: lse -inf). Stale
+  // slots are poisoned where every sequence has its own table (one sequence), as in IgnoresStaleSlotsPastTheContext.
+  check_against_reference({6000}, {16}, 17, 1, true, true);
+  check_against_reference({3001}, {5}, 18, 1, true, true);
+  // Three sequences of two query blocks fill a GPU with 32 heads (192 blocks), so only the smaller shapes split here.
+  check_against_reference({4500, 2000, 10}, {200, 3, 4}, 19, 7, false, GetParam().shape.num_heads <= 16);
+}
+
 std::vector<PrefillCase> prefill_cases() {
   std::vector<PrefillCase> cases;
-  for (PrefillKernel kernel : {PrefillKernel::kMmaSync, PrefillKernel::kWgmma}) {
+  for (PrefillKernel kernel : {PrefillKernel::kMmaSync, PrefillKernel::kWgmma, PrefillKernel::kWgmmaSplits}) {
     cases.push_back({{128, 32, 8}, 16, kernel});  // Qwen3-4B: GQA 4
     cases.push_back({{128, 4, 1}, 16, kernel});
     cases.push_back({{128, 6, 2}, 32, kernel});  // GQA 3, 32-token blocks

@@ -8,6 +8,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/head_dim_dispatch.h"
 #include "backend/cuda/kernels/prefill_attention.h"
+#include "backend/cuda/kernels/prefill_attention_splits.h"
 #include "backend/cuda/kernels/tensor_core_tiles.cuh"
 #include "backend/cuda/kernels/tensor_map.h"
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -63,8 +64,10 @@ static_assert(kWarpgroupThreads * kProducerRegisters + kConsumers * kWarpgroupTh
 constexpr float kLog2e = 1.4426950408889634f;
 // Named barrier 1 + consumer: a consumer's Q tile.
 
+// A block's work: query block m_block of head `head` of prefill sequence `seq`, against key tiles
+// [first_tile, first_tile + num_tiles) (all the tiles its rows need, or one key split of them).
 struct TileRange {
-  int head, seq, m_block, q_len, q_start, cached, context_len, num_tiles;
+  int head, seq, m_block, split, q_len, q_start, cached, context_len, first_tile, num_tiles;
 };
 
 // Producer warps, two per 64-column slab: warp w copies slab w % kSlabs of the K tiles (w < kSlabs) or of the V
@@ -106,18 +109,20 @@ __device__ __forceinline__ void produce_kv_tiles(const PrefillAttentionParams& p
     if (lane < kGroups) group_row = cache_row(tile * kBlockN + lane * 16);
   };
 
-  if (copied_by_tma(0)) look_up_row(0);
-  for (int tile = 0; tile < r.num_tiles; ++tile) {
-    const int stage = tile % kStages;
+  const int end_tile = r.first_tile + r.num_tiles;
+  if (copied_by_tma(r.first_tile)) look_up_row(r.first_tile);
+  for (int i = 0; i < r.num_tiles; ++i) {  // i: the block's own tile count, which picks stage and phase
+    const int tile = r.first_tile + i;
+    const int stage = i % kStages;
     const uint32_t tile_address = tiles_address + stage * Layout::kStageBytes;  // [slab][kBlockN][64]
-    if (tile >= kStages) sm90::mbarrier_wait_suspending(&empty[stage], (tile / kStages - 1) & 1);
+    if (i >= kStages) sm90::mbarrier_wait_suspending(&empty[stage], (i / kStages - 1) & 1);
     if (copied_by_tma(tile)) {
       if (lane == 0) sm90::mbarrier_arrive_expect_tx(&full[stage], Layout::kTileBytes / kSlabs);
       __syncwarp();
       if (lane < kGroups)
         sm90::tma_load_2d(tile_address + slab * kBlockN * 128 + lane * 16 * 128, map, slab * 64, group_row,
                           &full[stage]);
-      if (tile + 1 < r.num_tiles && copied_by_tma(tile + 1)) look_up_row(tile + 1);
+      if (tile + 1 < end_tile && copied_by_tma(tile + 1)) look_up_row(tile + 1);
     } else {
 #pragma unroll 2  // more unrolling spills in the 40-register producer (head_dim 64)
       for (int index = lane; index < kBlockN * 8; index += 32) {
@@ -187,6 +192,40 @@ __device__ __forceinline__ void softmax_tile(float (&s)[kBlocks][4], int first_k
     }
 }
 
+// With key splits: this thread's two rows of the split's partial output, normalised, and their log2-sum-exps (-inf
+// where no key of the split precedes the row) into split r.split's rows of split_out / split_lse.
+template <int kHeadDim>
+__device__ __forceinline__ void store_split_rows(const PrefillAttentionParams& p, const TileRange& r,
+                                                 const float (&o)[kHeadDim / 8][4], float (&row_sum)[2],
+                                                 const float (&row_max)[2], float scale_log2, int first_row) {
+  const int lane = threadIdx.x % 32;
+  reduce_row_sums(row_sum);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int q_index = first_row + i * 8;
+    if (q_index >= r.q_len) continue;
+    const int64_t row = (static_cast<int64_t>(r.split) * p.num_tokens + r.q_start + q_index) * p.num_heads + r.head;
+    const bool any = row_sum[i] > 0;
+    if (lane % 4 == 0) p.split_lse[row] = any ? row_max[i] * scale_log2 + __log2f(row_sum[i]) : -INFINITY;
+    const float inv_sum = any ? 1.0f / row_sum[i] : 0.0f;
+    float* dst = p.split_out + row * kHeadDim;
+#pragma unroll
+    for (int nb = 0; nb < kHeadDim / 8; ++nb)
+      *reinterpret_cast<float2*>(dst + nb * 8 + (lane % 4) * 2) =
+          make_float2(o[nb][2 * i] * inv_sum, o[nb][2 * i + 1] * inv_sum);
+  }
+}
+
+// A key split with no tile for its query block (a split past the block's last key): its rows' lse are -inf, so the
+// merge skips them.
+__device__ __forceinline__ void store_empty_split_rows(const PrefillAttentionParams& p, const TileRange& r) {
+  const int rows = min(kBlockM, r.q_len - r.m_block * kBlockM);
+  for (int i = threadIdx.x; i < rows; i += kThreads) {
+    const int64_t token = r.q_start + r.m_block * kBlockM + i;
+    p.split_lse[(static_cast<int64_t>(r.split) * p.num_tokens + token) * p.num_heads + r.head] = -INFINITY;
+  }
+}
+
 // Consumer warpgroup `consumer`: query rows [64 * consumer, 64 * consumer + 64) of the block.
 template <int kHeadDim>
 __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p, const TileRange& r, int consumer,
@@ -219,23 +258,22 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
   float o[kDimBlocks][4] = {};
   const uint32_t q_address = sm90::shared_address(q_tile);
-  const auto k_address = [&](int tile) {
-    return sm90::shared_address(shared + (tile % kStages) * Layout::kStageBytes);
-  };
+  // Tiles are counted from the block's first (i = tile - r.first_tile), which picks their stage and phase.
+  const auto k_address = [&](int i) { return sm90::shared_address(shared + (i % kStages) * Layout::kStageBytes); };
   // S [64 x kBlockN] = Q Kᵀ for a tile, 16 dimensions per instruction: slab kk / 4, 32 bytes further per step in it.
   float s[kBlockN / 8][4];
   // The producer's writers fenced their generic-proxy writes (if any) before the barriers completed.
-  const auto wait_for = [&](uint64_t* full, int tile) {
-    sm90::mbarrier_wait_suspending(&full[tile % kStages], (tile / kStages) & 1);
+  const auto wait_for = [&](uint64_t* full, int i) {
+    sm90::mbarrier_wait_suspending(&full[i % kStages], (i / kStages) & 1);
   };
   // One arrival per warp: wgmma.wait_group is warp-synchronous, so the whole warp is past its reads of the slot.
-  const auto release = [&](uint64_t* empty, int tile) {
-    if (lane == 0) sm90::mbarrier_arrive(&empty[tile % kStages]);
+  const auto release = [&](uint64_t* empty, int i) {
+    if (lane == 0) sm90::mbarrier_arrive(&empty[i % kStages]);
   };
   // Descriptors are built once per tile and advanced by constant offsets (advance_descriptor).
   const uint64_t q_descriptor = sm90::swizzled_descriptor(q_address, 16);
-  const auto issue_scores = [&](int tile) {
-    const uint64_t k_descriptor = sm90::swizzled_descriptor(k_address(tile), 16);
+  const auto issue_scores = [&](int i) {
+    const uint64_t k_descriptor = sm90::swizzled_descriptor(k_address(i), 16);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
@@ -247,8 +285,8 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   };
   // O += P V for a tile, 16 keys per instruction: P's accumulator blocks 2kk, 2kk + 1 are the A fragment of step kk.
   uint32_t p_frag[kBlockN / 16][4];
-  const auto issue_values = [&](int tile) {
-    const uint64_t v_descriptor = sm90::swizzled_descriptor(k_address(tile) + Layout::kTileBytes, kBlockN * 128);
+  const auto issue_values = [&](int i) {
+    const uint64_t v_descriptor = sm90::swizzled_descriptor(k_address(i) + Layout::kTileBytes, kBlockN * 128);
     sm90::wgmma_fence_operands(o);
     sm90::wgmma_fence();
 #pragma unroll
@@ -283,26 +321,28 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   // The scores of tile t + 1 and the P·V product of tile t run on the tensor cores while this warpgroup computes
   // the softmax of tile t + 1; O is rescaled once P·V of tile t has landed.
   float correction[2];
+  const auto needs_mask = [&](int tile) { return (tile + 1) * kBlockN - 1 > first_position; };
   wait_for(b.full_k, 0);
   issue_scores(0);
   sm90::wgmma_wait<0>();
   sm90::wgmma_fence_operands(s);
   release(b.empty_k, 0);
-  softmax(first_position < kBlockN - 1, 0, correction);
+  softmax(needs_mask(r.first_tile), r.first_tile * kBlockN, correction);
   pack_probabilities();
-  for (int tile = 1; tile < r.num_tiles; ++tile) {
-    wait_for(b.full_k, tile);
-    wait_for(b.full_v, tile - 1);
-    issue_scores(tile);
-    issue_values(tile - 1);
+  for (int i = 1; i < r.num_tiles; ++i) {
+    const int tile = r.first_tile + i;
+    wait_for(b.full_k, i);
+    wait_for(b.full_v, i - 1);
+    issue_scores(i);
+    issue_values(i - 1);
     sm90::wgmma_wait<1>();
     sm90::wgmma_fence_operands(s);
-    release(b.empty_k, tile);
-    softmax((tile + 1) * kBlockN - 1 > first_position, tile * kBlockN, correction);
+    release(b.empty_k, i);
+    softmax(needs_mask(tile), tile * kBlockN, correction);
     sm90::wgmma_wait<0>();
     sm90::wgmma_fence_operands(o);
     sm90::wgmma_fence_operands(p_frag);
-    release(b.empty_v, tile - 1);
+    release(b.empty_v, i - 1);
     // Once the row maxima settle, whole warps see corrections of exactly 1 and skip the rescale.
     if (__any_sync(0xffffffffu, correction[0] != 1.0f || correction[1] != 1.0f)) {
 #pragma unroll
@@ -318,12 +358,16 @@ __device__ __forceinline__ void consume_kv_tiles(const PrefillAttentionParams& p
   sm90::wgmma_fence_operands(o);
   release(b.empty_v, r.num_tiles - 1);
 
-  store_attention_rows<kHeadDim>(o, row_sum, p.out, p.num_heads, r.head, r.q_start, r.q_len, first_q + row_base);
+  if (p.kv_splits == 1)
+    store_attention_rows<kHeadDim>(o, row_sum, p.out, p.num_heads, r.head, r.q_start, r.q_len, first_q + row_base);
+  else
+    store_split_rows<kHeadDim>(p, r, o, row_sum, row_max, scale_log2, first_q + row_base);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// grid (num_heads, num_prefill, ceil(max_q_len / kBlockM)): the heaviest (last) query blocks of all heads first.
+// grid (num_heads, num_prefill, ceil(max_q_len / kBlockM) * kv_splits): the heaviest (last) query blocks of all heads
+// first; z = query block (from the last) * kv_splits + key split.
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 1)
     prefill_attention_wgmma_kernel(const PrefillAttentionParams p, const __grid_constant__ CUtensorMap k_map,
@@ -333,14 +377,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   TileRange r;
   r.head = blockIdx.x;
   r.seq = blockIdx.y;
-  r.m_block = gridDim.z - 1 - blockIdx.z;
+  r.m_block = gridDim.z / p.kv_splits - 1 - blockIdx.z / p.kv_splits;
+  r.split = blockIdx.z % p.kv_splits;
   r.q_len = p.q_lens[r.seq];
   if (r.m_block * kBlockM >= r.q_len) return;
   r.q_start = p.q_starts[r.seq];
   r.cached = p.cached_lens[r.seq];
   r.context_len = r.cached + r.q_len;
   const int last_position = r.cached + min(r.q_len, (r.m_block + 1) * kBlockM) - 1;  // keys up to it are needed
-  r.num_tiles = last_position / kBlockN + 1;
+  const int all_tiles = last_position / kBlockN + 1;
+  const int split_tiles = (all_tiles + p.kv_splits - 1) / p.kv_splits;
+  r.first_tile = r.split * split_tiles;
+  r.num_tiles = min(all_tiles - r.first_tile, split_tiles);
+  if (r.num_tiles <= 0) {
+    store_empty_split_rows(p, r);
+    return;
+  }
 
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = shared_raw + ((1024 - (sm90::shared_address(shared_raw) & 1023)) & 1023);
@@ -375,7 +427,7 @@ void launch_for_head_dim(const PrefillAttentionParams& p, const KernelStream& st
   constexpr int kSharedBytes = SharedLayout<kHeadDim>::kBytes;
   CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_wgmma_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   kSharedBytes));
-  const dim3 grid(p.num_heads, p.num_prefill, (p.max_q_len + kBlockM - 1) / kBlockM);
+  const dim3 grid(p.num_heads, p.num_prefill, (p.max_q_len + kBlockM - 1) / kBlockM * p.kv_splits);
   // The caches as [blocks * kv_heads * block_size, head_dim] matrices, copied in boxes of 16 rows.
   const int64_t cache_rows = p.pool_blocks * p.num_kv_heads * p.block_size;
   const CUtensorMap k_map = make_bf16_tensor_map_swizzle128(p.k_cache, cache_rows, kHeadDim, 16);
@@ -396,7 +448,10 @@ void launch_prefill_attention_wgmma(const PrefillAttentionParams& params, const 
   QINFER_CHECK(params.block_size > 0 && params.block_size % 16 == 0,
                "the wgmma kernel needs a block size that is a multiple of 16");
   QINFER_CHECK(params.pool_blocks > 0, "the wgmma kernel needs the cache's block count (its tensor maps)");
-  with_head_dim(params.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(params, stream); });
+  PrefillAttentionParams p = params;
+  p.kv_splits = prefill_attention_kv_splits(params, stream.device.num_sms);
+  with_head_dim(p.head_dim, [&](auto dim) { launch_for_head_dim<decltype(dim)::value>(p, stream); });
+  if (p.kv_splits > 1) launch_merge_prefill_attention_splits(p, stream.stream);
 }
 
 }  // namespace qinfer::cuda

@@ -127,6 +127,15 @@ __device__ __forceinline__ void online_softmax_step(float (&s)[kScoreBlocks][4],
     }
 }
 
+// Completes this thread's two running row sums (rows lane / 4 and + 8 of its warp) over the 4 lanes of each row.
+__device__ __forceinline__ void reduce_row_sums(float (&row_sum)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+  }
+}
+
 // Normalises and stores one thread's two output rows of an m16n8-layout accumulator: rows `first_row` and
 // `first_row` + 8 of the sequence's new tokens (skipped at or past q_len), columns 8 * block + 2 * (lane % 4) + {0, 1};
 // `row_sum` holds this thread's partial sums, completed here over the 4 lanes of each row.
@@ -136,11 +145,7 @@ __device__ __forceinline__ void store_attention_rows(const float (&o)[kHeadDim /
                                                      __nv_bfloat16* out, int num_heads, int head, int q_start,
                                                      int q_len, int first_row) {
   const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-    row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-  }
+  reduce_row_sums(row_sum);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int q_index = first_row + r * 8;

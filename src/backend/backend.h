@@ -52,10 +52,22 @@ struct BackendOptions {
 
 // One sequence's share of a batch. Its tokens occupy positions [num_cached, num_cached + num_tokens).
 struct BatchSequence {
+  static constexpr int32_t kNoSlot = -1;
   int32_t num_tokens = 0;                // 1 for decode; a prompt chunk for prefill
   int32_t num_cached = 0;                // tokens of this sequence already in the KV cache
   std::span<const int32_t> block_table;  // KV block ids covering num_cached + num_tokens positions, in order
-  bool sample = false;                   // sample a token after the last position (false for non-final prefill chunks)
+  // Which of the caller's running sequences this is, so that a backend may keep the block table where it computes
+  // (the CUDA backend: on the device) and receive only what changed. `slot` is in [0, max_num_seqs) and unique in a
+  // batch; kNoSlot (a caller without stable sequences: tests, benchmarks, one-shot generation) has the whole table
+  // sent with every step. Within one `table_generation` of a slot, the entries covering positions [0, num_cached)
+  // are those the backend was given when it computed those positions; entries past them may change between batches
+  // (blocks of rejected speculative tokens released and others taken). A table built anew — admission, resumption
+  // after preemption, mapped prefix-cache or fork blocks, another sequence taking the slot — comes with a generation
+  // the slot never had. The engine fills both for every sequence; the CUDA backend refuses a slot outside
+  // [kNoSlot, max_num_seqs) or one given twice in a batch; the CPU backend ignores them.
+  int32_t slot = kNoSlot;
+  uint64_t table_generation = 0;
+  bool sample = false;  // sample a token after the last position (false for non-final prefill chunks)
   const SamplingParams* sampling = nullptr;       // required when sample
   TokenHistory history;                           // for penalties; output excludes the token being produced
   const PenaltyTokens* penalty_tokens = nullptr;  // the same history as a penalty list kept by the caller, if it

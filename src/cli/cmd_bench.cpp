@@ -240,6 +240,8 @@ class LatencyBench {
     seq.num_tokens = num_tokens;
     seq.num_cached = num_cached;
     seq.block_table = tables_[static_cast<size_t>(s)];
+    seq.slot = s;  // each sequence keeps its table for the whole benchmark: one generation, as the engine's would
+    seq.table_generation = 1;
     seq.sample = sample;
     seq.sampling = &sampling_;
     seq.history = {prompts_[static_cast<size_t>(s)], outputs_[static_cast<size_t>(s)]};

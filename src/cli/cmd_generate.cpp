@@ -60,6 +60,8 @@ Generated generate_plainly(Backend& backend, const GenerateFlags& f, const std::
   BatchSequence seq;
   seq.num_tokens = static_cast<int32_t>(prompt.size());
   seq.block_table = block_table;
+  seq.slot = 0;  // one sequence over the same table for the whole run: one generation
+  seq.table_generation = 1;
   seq.sample = true;
   seq.sampling = &sp;
   const auto start = std::chrono::steady_clock::now();

@@ -76,6 +76,7 @@ void BlockManager::allocate(Sequence& seq, const PrefixMatch& match, int32_t num
   }
   seq.num_computed = match.num_tokens(block_size_);
   seq.num_registered_blocks = static_cast<int32_t>(match.blocks.size());
+  seq.table_generation = ++last_table_generation_;
   // The draft's K/V come with the leading matched blocks that hold them.
   int32_t draft_blocks = 0;
   while (draft_blocks < static_cast<int32_t>(match.blocks.size()) &&

@@ -62,7 +62,8 @@ class BlockManager {
   // Whether `seq` (holding no blocks) can map `match` and get slots for `num_new_tokens` more tokens.
   bool can_allocate(const Sequence& seq, const PrefixMatch& match, int32_t num_new_tokens) const;
   // Maps `match` (reference +1 each), sets seq.num_computed to the matched tokens, then appends slots for
-  // `num_new_tokens`. Counts prefix queries/hits for the first admission of a sequence.
+  // `num_new_tokens`. Gives the new table a table_generation no table had before. Counts prefix queries/hits for the
+  // first admission of a sequence.
   void allocate(Sequence& seq, const PrefixMatch& match, int32_t num_new_tokens);
 
   // Whether `seq` can get slots for `num_new_tokens` tokens after its num_computed.
@@ -115,6 +116,7 @@ class BlockManager {
   int32_t num_free_ = 0;
   std::unordered_map<uint64_t, int32_t> hash_to_block_;
   BlockManagerStats stats_;
+  uint64_t last_table_generation_ = 0;
 };
 
 }  // namespace qinfer

@@ -72,6 +72,8 @@ bool DraftModelProposer::run_step(std::vector<Pending>& pending) {
     item.num_tokens = end - entry.next_position;
     item.num_cached = entry.next_position;
     item.block_table = seq.block_table;
+    item.slot = seq.slot;
+    item.table_generation = seq.table_generation;
     item.sample = end >= known;
     item.sampling = &entry.sampling;
     item.history = {seq.prompt(),

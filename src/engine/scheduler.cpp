@@ -5,6 +5,7 @@
 #include <limits>
 #include <tuple>
 #include <unordered_set>
+#include <utility>
 
 #include "engine/ngram_proposer.h"
 #include "util/error.h"
@@ -66,6 +67,7 @@ Scheduler::Scheduler(SchedulerOptions options, BlockManager& blocks)
   if (!(options_.prefill_attention_cost_ratio >= 0) || !std::isfinite(options_.prefill_attention_cost_ratio))
     throw Error(ErrorKind::kInvalidArgument, "prefill_attention_cost_ratio must be a finite number >= 0, got " +
                                                  std::to_string(options_.prefill_attention_cost_ratio));
+  for (int32_t slot = options_.max_num_seqs - 1; slot >= 0; --slot) free_slots_.push_back(slot);
 }
 
 void Scheduler::add(Sequence* seq) {
@@ -266,6 +268,7 @@ Sequence* Scheduler::pick_victim(const Sequence* requester) const {
 void Scheduler::preempt(Sequence* victim) {
   blocks_.free(*victim);
   remove_from(running_, victim);
+  free_slots_.push_back(std::exchange(victim->slot, -1));
   victim->status = SequenceStatus::kWaiting;
   ++victim->num_preemptions;
   ++stats_.preemptions;
@@ -334,6 +337,9 @@ void Scheduler::admit_waiting(int32_t& budget, PrefillSlots& slots) {
     }
     seq->status = SequenceStatus::kRunning;
     seq->scheduled_in_step = step_counter_;
+    QINFER_CHECK(!free_slots_.empty(), "more running sequences than max_num_seqs");
+    seq->slot = free_slots_.back();
+    free_slots_.pop_back();
     running_.push_back(seq);
     scheduled_.push_back({seq, num_new});
     const size_t computed_full_blocks = static_cast<size_t>((seq->num_computed + num_new) / block_size);
@@ -355,6 +361,8 @@ void Scheduler::build_batch() {
     entry.num_tokens = item.num_new_tokens;
     entry.num_cached = seq.num_computed;
     entry.block_table = seq.block_table;
+    entry.slot = seq.slot;
+    entry.table_generation = seq.table_generation;
     const int32_t num_known = item.num_new_tokens - item.num_drafts;  // of the sequence's own tokens
     entry.sample = seq.num_computed + num_known == seq.num_tokens();
     entry.sampling = &seq.sampling;
@@ -473,6 +481,7 @@ void Scheduler::finish(Sequence* seq, FinishReason reason) {
   if (seq->status == SequenceStatus::kRunning) {
     blocks_.free(*seq);
     remove_from(running_, seq);
+    free_slots_.push_back(std::exchange(seq->slot, -1));
   } else {
     remove_from(waiting_, seq);
   }

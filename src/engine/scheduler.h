@@ -183,6 +183,9 @@ class Scheduler {
   bool step_has_decodes_ = false;
   std::vector<Sequence*> waiting_;  // fcfs/lpm: by id; priority: by (priority, id)
   std::vector<Sequence*> running_;  // admission order
+  // Batch slots no running sequence holds (BatchSequence::slot), the lowest last: a running sequence takes one at
+  // admission and gives it back when preempted or finished, so at most max_num_seqs are ever in use.
+  std::vector<int32_t> free_slots_;
   std::vector<Scheduled> scheduled_;
   Batch batch_;
   SchedulerStats stats_;

@@ -43,6 +43,10 @@ struct Sequence {
   std::vector<int32_t> block_table;    // KV block ids, ceil(num_computed / block_size) of them between steps
   std::vector<uint64_t> block_hashes;  // chained hashes of the leading full blocks of `tokens` (a pure function)
   int32_t num_registered_blocks = 0;   // leading blocks already offered to the prefix cache
+  // The batch's BatchSequence::slot and table_generation: the scheduler gives a running sequence a slot of its own
+  // (-1 while it is not running); BlockManager::allocate gives every table it builds a generation never used before.
+  int32_t slot = -1;
+  uint64_t table_generation = 0;
 
   SamplingParams sampling;
   PenaltyTokens penalty_tokens;  // the history's penalty list, updated with every generated token

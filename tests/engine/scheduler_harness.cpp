@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace qinfer::testing {
 namespace {
@@ -79,6 +81,17 @@ std::string SchedulerHarness::check_invariants() const {
   }
   for (const auto& seq : sequences)
     if (seq->finished() && !seq->block_table.empty()) return "finished sequence still holds blocks";
+  // Batch slots: each running sequence holds one of [0, max_num_seqs), no two the same; the others none.
+  std::vector<bool> held(static_cast<size_t>(scheduler.options().max_num_seqs), false);
+  for (const auto& seq : sequences) {
+    const bool running = seq->status == SequenceStatus::kRunning;
+    if (!running && seq->slot != -1) return "sequence " + std::to_string(seq->id) + " holds a slot while not running";
+    if (!running) continue;
+    if (seq->slot < 0 || seq->slot >= scheduler.options().max_num_seqs || held[static_cast<size_t>(seq->slot)])
+      return "running sequence " + std::to_string(seq->id) + " has slot " + std::to_string(seq->slot) +
+             ", out of range or held by another";
+    held[static_cast<size_t>(seq->slot)] = true;
+  }
   return {};
 }
 

@@ -97,6 +97,39 @@ std::string FakeBackend::failure() const {
   return failure_;
 }
 
+void FakeBackend::update_slot_tables(const Batch& batch) {
+  const int32_t bs = spec_.block_size;
+  std::vector<int32_t> slots;
+  for (const BatchSequence& seq : batch.sequences) {
+    if (seq.slot == BatchSequence::kNoSlot) continue;
+    if (seq.slot < 0) malformed("negative batch slot " + std::to_string(seq.slot));
+    if (std::find(slots.begin(), slots.end(), seq.slot) != slots.end())
+      malformed("batch slot " + std::to_string(seq.slot) + " given twice");
+    slots.push_back(seq.slot);
+    if (slot_tables_.size() <= static_cast<size_t>(seq.slot)) slot_tables_.resize(static_cast<size_t>(seq.slot) + 1);
+    SlotTable& table = slot_tables_[static_cast<size_t>(seq.slot)];
+    const size_t cached_blocks = static_cast<size_t>((seq.num_cached + bs - 1) / bs);
+    const size_t blocks = static_cast<size_t>((int64_t{seq.num_cached} + seq.num_tokens + bs - 1) / bs);
+    const bool same = table.known && table.generation == seq.table_generation;
+    table.blocks.resize(same ? std::min(table.blocks.size(), cached_blocks) : 0);
+    table.blocks.insert(table.blocks.end(), seq.block_table.begin() + static_cast<ptrdiff_t>(table.blocks.size()),
+                        seq.block_table.begin() + static_cast<ptrdiff_t>(blocks));
+    table.known = true;
+    table.generation = seq.table_generation;
+  }
+}
+
+int32_t FakeBackend::kept_block(const BatchSequence& seq, int64_t position) const {
+  const size_t column = static_cast<size_t>(position / spec_.block_size);
+  if (seq.slot == BatchSequence::kNoSlot) return seq.block_table[column];
+  const int32_t kept = slot_tables_[static_cast<size_t>(seq.slot)].blocks[column];
+  if (kept != seq.block_table[column])
+    malformed("slot " + std::to_string(seq.slot) + " generation " + std::to_string(seq.table_generation) + ": column " +
+              std::to_string(column) + " under cached positions changed from block " + std::to_string(kept) + " to " +
+              std::to_string(seq.block_table[column]));
+  return kept;
+}
+
 std::vector<SampleResult> FakeBackend::step(const Batch& batch) {
   if (std::string reason = failure(); !reason.empty()) throw Error(ErrorKind::kUnavailable, "fake backend: " + reason);
   if (fail_next_step_) {
@@ -118,6 +151,7 @@ std::vector<SampleResult> FakeBackend::step(const Batch& batch) {
       ++users[block];
     }
   }
+  update_slot_tables(batch);
   std::vector<SampleResult> results;
   size_t offset = 0;
   for (const BatchSequence& seq : batch.sequences) {
@@ -126,7 +160,9 @@ std::vector<SampleResult> FakeBackend::step(const Batch& batch) {
     };
     uint64_t hash = 0;
     if (seq.num_cached > 0) {
-      size_t previous = slot(seq.num_cached - 1);
+      // Cached K/V are read through the slot's kept table, new ones written through the batch's (as on the GPU).
+      const int64_t last_cached = seq.num_cached - 1;
+      size_t previous = static_cast<size_t>(kept_block(seq, last_cached)) * bs + last_cached % bs;
       if (!slot_written_[previous]) malformed("read of a never-written KV slot");
       hash = slot_hash_[previous];
     }

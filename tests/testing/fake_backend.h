@@ -4,6 +4,11 @@
 // block table says; the next token is a function of the hash at the last position. So a wrong block table, a wrong
 // num_cached, a stale or overwritten block changes the output, and fake_reference_generate() computes the correct
 // tokens straight from the token sequence, without any cache or batching.
+//
+// Like the CUDA backend it keeps a block table per batch slot that receives only what BatchSequence's contract says
+// may change (the entries from a sequence's cached blocks on, or everything on a new generation), and reads the
+// cached K/V through that table: a caller that changes a table under cached positions without a new generation is
+// refused (the table it kept and the one it sent differ where the step reads).
 #pragma once
 
 #include <cstdint>
@@ -48,7 +53,8 @@ class FakeBackend final : public Backend {
   KvCacheShape kv_cache() const override;
   int max_model_len() const override { return spec_.max_model_len; }
   // Throws Error(kInvalidArgument) for a malformed batch: short or out-of-range block tables, two sequences writing
-  // one block, reads of never-written slots.
+  // one block, reads of never-written slots, a negative or repeated batch slot, a slot's table changed under cached
+  // positions within one generation.
   std::vector<SampleResult> step(const Batch& batch) override;
   std::vector<float> forward_logits(const Batch& batch) override;
 
@@ -64,6 +70,17 @@ class FakeBackend final : public Backend {
   ModelConfig config_;
   std::vector<uint64_t> slot_hash_;  // [num_blocks * block_size]: prefix hash ending at the slot's position
   std::vector<uint8_t> slot_written_;
+  // Per batch slot (BatchSequence::slot): the generation and block ids its table was last sent with.
+  struct SlotTable {
+    bool known = false;
+    uint64_t generation = 0;
+    std::vector<int32_t> blocks;
+  };
+  std::vector<SlotTable> slot_tables_;
+  // Takes what the batch's slotted sequences send into slot_tables_ (O(new blocks) per sequence).
+  void update_slot_tables(const Batch& batch);
+  // The block holding `position` of `seq` as its slot's table has it (the batch's table for kNoSlot).
+  int32_t kept_block(const BatchSequence& seq, int64_t position) const;
   bool fail_next_step_ = false;
   mutable std::mutex failure_mutex_;
   std::string failure_;

@@ -48,7 +48,7 @@ AttentionPlan Attention::plan(const StepPlan& step, const KvPool& kv, const Work
   decode.split_lse = w.split_lse.as<float>();
   decode.merge_in_kernel = true;
   decode.split_counters = w.split_counters.as<uint32_t>();
-  decode.block_table_stride = h.block_table_stride;
+  decode.block_table_stride = d.block_table_stride;
   decode.num_decode = static_cast<int>(h.decode_q_rows.size());
   decode.num_heads = c.num_heads;
   decode.num_kv_heads = c.num_kv_heads;
@@ -70,7 +70,7 @@ AttentionPlan Attention::plan(const StepPlan& step, const KvPool& kv, const Work
   prefill.q_lens = d.prefill_q_lens;
   prefill.cached_lens = d.prefill_cached_lens;
   prefill.out = w.attention.as<bf16>();
-  prefill.block_table_stride = h.block_table_stride;
+  prefill.block_table_stride = d.block_table_stride;
   prefill.num_prefill = static_cast<int>(h.prefill_q_lens.size());
   prefill.max_q_len = h.max_prefill_q_len;
   prefill.num_heads = c.num_heads;

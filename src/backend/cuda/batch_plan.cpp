@@ -76,12 +76,7 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
   plan.positions.reserve(batch.token_ids.size());
   plan.slots.reserve(batch.token_ids.size());
 
-  for (const BatchSequence& s : batch.sequences) {
-    const int blocks = (s.num_cached + s.num_tokens + block_size - 1) / block_size;
-    plan.block_table_stride = std::max(plan.block_table_stride, blocks);
-  }
-  plan.block_tables.assign(batch.sequences.size() * static_cast<size_t>(plan.block_table_stride), 0);
-
+  plan.tables.reserve(batch.sequences.size());
   int token_row = 0;
   std::vector<int32_t> penalty_entry_of;  // sized to the vocabulary by the first row with penalties
   std::vector<PenaltyPart> penalty_parts;
@@ -90,8 +85,7 @@ BatchPlan plan_batch(const Batch& batch, int block_size, int vocab) {
     const int row = static_cast<int>(i);
     const int context = s.num_cached + s.num_tokens;
     const int blocks = (context + block_size - 1) / block_size;
-    std::copy_n(s.block_table.begin(), blocks,
-                plan.block_tables.begin() + static_cast<ptrdiff_t>(i) * plan.block_table_stride);
+    plan.tables.push_back(s.block_table.first(static_cast<size_t>(blocks)));
     for (int t = 0; t < s.num_tokens; ++t) {
       const int position = s.num_cached + t;
       plan.positions.push_back(position);
@@ -183,17 +177,6 @@ GraphableChunks graphable_chunks(const BatchPlan& plan) {
 
 namespace {
 
-// Widens the block tables to `stride` columns; the new columns and the rows of sequences [sequences,
-// padded_sequences) point to the scratch block.
-void widen_block_tables(BatchPlan& plan, int sequences, int padded_sequences, int stride, int32_t scratch_block) {
-  std::vector<int32_t> tables(static_cast<size_t>(padded_sequences) * stride, scratch_block);
-  for (int s = 0; s < sequences; ++s)
-    std::copy_n(plan.block_tables.begin() + static_cast<ptrdiff_t>(s) * plan.block_table_stride,
-                plan.block_table_stride, tables.begin() + static_cast<ptrdiff_t>(s) * stride);
-  plan.block_tables = std::move(tables);
-  plan.block_table_stride = stride;
-}
-
 // A padding row's sampling: greedy, no penalties.
 DeviceSamplingParams padding_sampling(const BatchPlan& plan) {
   DeviceSamplingParams greedy;
@@ -204,9 +187,8 @@ DeviceSamplingParams padding_sampling(const BatchPlan& plan) {
 
 }  // namespace
 
-void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size) {
+void pad_decode_plan(BatchPlan& plan, int padded_sequences, int32_t scratch_block, int block_size) {
   const int sequences = static_cast<int>(plan.decode_q_rows.size());
-  widen_block_tables(plan, sequences, padded_sequences, stride, scratch_block);
   const DeviceSamplingParams greedy = padding_sampling(plan);
   for (int s = sequences; s < padded_sequences; ++s) {
     plan.token_ids.push_back(0);
@@ -221,11 +203,9 @@ void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t 
   plan.num_tokens = padded_sequences;
 }
 
-void pad_chunk_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size,
-                    bool all_sampled) {
+void pad_chunk_plan(BatchPlan& plan, int padded_sequences, int32_t scratch_block, int block_size, bool all_sampled) {
   const int sequences = static_cast<int>(plan.prefill_q_lens.size());
   const int positions = plan.max_prefill_q_len;
-  widen_block_tables(plan, sequences, padded_sequences, stride, scratch_block);
   const DeviceSamplingParams greedy = padding_sampling(plan);
   for (int s = sequences; s < padded_sequences; ++s) {
     const int first_row = s * positions;

@@ -24,10 +24,13 @@ struct BatchPlan {
   std::vector<int32_t> positions;  // [num_tokens]
   std::vector<int64_t> slots;      // [num_tokens] KV slot: block * block_size + offset
 
-  int block_table_stride = 0;
-  std::vector<int32_t> block_tables;  // [num_sequences, block_table_stride], padded with 0
+  // [num_sequences] each sequence's block ids covering its context, views of the batch. The kernels read the
+  // device's tables instead (block_table_slots.h), which receive only what changed.
+  std::vector<std::span<const int32_t>> tables;
 
-  // Sequences with one new token use the decode attention kernel, the others the prefill kernel.
+  // Sequences with one new token use the decode attention kernel, the others the prefill kernel. The table rows are
+  // batch rows here (graph padding rows past the batch's sequences); the step planner maps them to the rows of the
+  // device's tables.
   std::vector<int32_t> decode_table_rows, decode_q_rows, decode_context_lens;  // [num_decode]
   int max_decode_context = 0;
   std::vector<int32_t> prefill_table_rows, prefill_q_starts, prefill_q_lens, prefill_cached_lens;  // [num_prefill]
@@ -75,15 +78,14 @@ struct GraphableChunks {
 constexpr int kMaxGraphedLastRowChunk = 17;
 GraphableChunks graphable_chunks(const BatchPlan& plan);
 
-// Pads a decode-only plan to `padded_sequences` with dummy sequences that write and read only `scratch_block`, and
-// widens the block tables to `stride` columns (the new columns and the dummy rows point to the scratch block; entries
-// past a sequence's blocks are never read), so that every array has the size a captured graph was recorded with.
-void pad_decode_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size);
+// Pads a decode-only plan to `padded_sequences` with dummy sequences that write and read only `scratch_block` (their
+// table rows, past the batch's, map to a table of scratch blocks), so that every array has the size a captured graph
+// was recorded with.
+void pad_decode_plan(BatchPlan& plan, int padded_sequences, int32_t scratch_block, int block_size);
 
 // Pads a plan of equal chunks (graphable_chunks) to `padded_sequences` in the same way: each dummy sequence computes
 // as many positions as the real ones, from nothing cached, reading and writing only `scratch_block`, and samples every
 // position (all_sampled) or its last, greedily.
-void pad_chunk_plan(BatchPlan& plan, int padded_sequences, int stride, int32_t scratch_block, int block_size,
-                    bool all_sampled);
+void pad_chunk_plan(BatchPlan& plan, int padded_sequences, int32_t scratch_block, int block_size, bool all_sampled);
 
 }  // namespace qinfer::cuda

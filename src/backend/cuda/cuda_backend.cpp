@@ -138,7 +138,11 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
   attention_ = std::make_unique<cuda::Attention>(
       c, options.kv_cache_dtype, options.block_size,
       cuda::AttentionLimits{max_model_len_, options.max_num_batched_tokens, options.max_num_seqs});
-  std::vector<cuda::MemoryPart> allocated = {{"weights", weights_.bytes}, {"activations", workspace_->bytes}};
+  const cuda::StepLimits step_limits{options.max_num_seqs, options.max_num_batched_tokens, max_model_len_};
+  cuda::DeviceBuffer block_tables(static_cast<size_t>(cuda::block_table_bytes(step_limits, options.block_size)),
+                                  "block tables");
+  std::vector<cuda::MemoryPart> allocated = {
+      {"weights", weights_.bytes}, {"activations", workspace_->bytes}, {"block tables", block_tables.bytes()}};
   if (attention_->gather_scratch_blocks() > 0)
     allocated.push_back({"fp8 prefill scratch", attention_->scratch_bytes()});
   if (quantized_scratch.dequantized > 0)
@@ -152,15 +156,15 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
                           options.kv_cache_num_blocks},
       allocated);
   planner_ = std::make_unique<cuda::StepPlanner>(
-      c, kv_->shape(), kv_->scratch_block(), attention_->gather_scratch_blocks(),
-      cuda::StepLimits{options.max_num_seqs, options.max_num_batched_tokens, max_model_len_});
+      c, kv_->shape(), kv_->scratch_block(), attention_->gather_scratch_blocks(), step_limits, std::move(block_tables));
   forward_ = std::make_unique<cuda::Qwen3Forward>(c, weights_, *workspace_, linears_, *attention_, *kv_);
   const KvCacheShape kv = kv_->shape();
   memory_plan_.device_total = kv_->device_total_bytes();
   memory_plan_.budget = kv_->budget_bytes();
   memory_plan_.weights = static_cast<int64_t>(weights_.bytes);
   memory_plan_.activations = static_cast<int64_t>(workspace_->bytes + attention_->scratch_bytes() +
-                                                  quantized_scratch.dequantized + quantized_scratch.gemm_partials);
+                                                  quantized_scratch.dequantized + quantized_scratch.gemm_partials) +
+                             cuda::block_table_bytes(step_limits, options.block_size);
   memory_plan_.kv = kv;
   std::string parts;
   for (const cuda::MemoryPart& part : allocated)

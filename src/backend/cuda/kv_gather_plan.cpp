@@ -110,9 +110,7 @@ const KvGatherPlan& KvGatherPlanner::plan(const BatchPlan& batch, int block_size
   QINFER_CHECK(batch.prefill_cached_lens.size() == num_prefill && batch.prefill_q_lens.size() == num_prefill);
   batch_sequences_.resize(num_prefill);
   for (size_t i = 0; i < num_prefill; ++i) {
-    const size_t row = static_cast<size_t>(batch.prefill_table_rows[i]);
-    batch_sequences_[i].block_table =
-        std::span<const int32_t>(batch.block_tables).subspan(row * batch.block_table_stride, batch.block_table_stride);
+    batch_sequences_[i].block_table = batch.tables[static_cast<size_t>(batch.prefill_table_rows[i])];
     batch_sequences_[i].context_len = batch.prefill_cached_lens[i] + batch.prefill_q_lens[i];
   }
   return plan(batch_sequences_, block_size, scratch_blocks);

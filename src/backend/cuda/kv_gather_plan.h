@@ -54,7 +54,8 @@ class KvGatherPlanner {
   // sizes the scratch for max_model_len, so it is a bug. The returned plan stays valid until the next call.
   const KvGatherPlan& plan(std::span<const KvGatherSequence> sequences, int block_size, int scratch_blocks);
 
-  // The same for the prefill sequences of a batch plan (its prefill_table_rows, prefill_cached_lens + prefill_q_lens).
+  // The same for the prefill sequences of a batch plan (its tables at prefill_table_rows, batch rows as plan_batch
+  // made them, and prefill_cached_lens + prefill_q_lens).
   const KvGatherPlan& plan(const BatchPlan& batch, int block_size, int scratch_blocks);
 
  private:

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/kernels/block_table_scatter.h"
 #include "util/error.h"
 
 namespace qinfer::cuda {
@@ -12,13 +16,38 @@ int padded_batch_size(int sequences) {
   return sequences <= 8 ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(sequences))) : (sequences + 7) / 8 * 8;
 }
 
+namespace {
+
+int max_blocks_per_sequence(const StepLimits& limits, int block_size) {
+  return (limits.max_model_len + block_size - 1) / block_size;
+}
+
+}  // namespace
+
+int64_t block_table_bytes(const StepLimits& limits, int block_size) {
+  return BlockTableSlots::device_bytes(limits.max_num_seqs, max_blocks_per_sequence(limits, block_size));
+}
+
 StepPlanner::StepPlanner(const ModelConfig& config, const KvCacheShape& kv, int32_t scratch_block,
-                         int gather_scratch_blocks, const StepLimits& limits)
+                         int gather_scratch_blocks, const StepLimits& limits, DeviceBuffer block_tables)
     : config_(config),
       kv_(kv),
       scratch_block_(scratch_block),
       gather_scratch_blocks_(gather_scratch_blocks),
-      limits_(limits) {}
+      limits_(limits),
+      table_slots_(limits.max_num_seqs, max_blocks_per_sequence(limits, kv.block_size)),
+      tables_(std::move(block_tables)) {
+  QINFER_CHECK(tables_.bytes() == static_cast<size_t>(block_table_bytes(limits, kv.block_size)));
+  // Every entry is a valid block id from the start (0; the kernels read only a sequence's own blocks), and the
+  // padding rows' table is all scratch blocks.
+  CUDA_CHECK(cudaMemset(tables_.data(), 0, tables_.bytes()));
+  const std::vector<int32_t> scratch_table(static_cast<size_t>(table_slots_.stride()), scratch_block_);
+  CUDA_CHECK(
+      cudaMemcpy(tables_.as<int32_t>() + static_cast<int64_t>(table_slots_.scratch_row()) * table_slots_.stride(),
+                 scratch_table.data(), scratch_table.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+  // Both may still run when they return, and the steps' stream does not wait for the default stream.
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t stream) {
   validate_batch(batch, config_, kv_, limits_.max_model_len, /*multi_position_sampling=*/true);
@@ -29,6 +58,7 @@ const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t 
                                                  " sequences exceed max_num_batched_tokens " +
                                                  std::to_string(limits_.max_num_batched_tokens) + " / max_num_seqs " +
                                                  std::to_string(limits_.max_num_seqs));
+  table_slots_.check_slots(batch);
   StepPlan& p = plan_;
   p.host = plan_batch(batch, kv_.block_size, config_.vocab_size);
   p.num_requested_samples = static_cast<int>(p.host.sample_rows.size());
@@ -50,7 +80,7 @@ const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t 
     key.positions_per_sequence = chunks.positions > 0 ? chunks.positions : 1;
     key.all_positions_sampled = chunks.all_sampled;
     key.context_bucket = static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(64, max_context))));
-    key.block_table_stride = (key.context_bucket + kv_.block_size - 1) / kv_.block_size;
+    key.block_table_stride = table_slots_.stride();
     key.samples = !p.host.constrained();  // constrained steps sample after the graph, once their masks are ready
     // The padded sampled rows must fit the logits buffer (max_num_seqs rows) in one chunk.
     const int padded_tokens = key.padded_sequences * key.positions_per_sequence;
@@ -59,31 +89,32 @@ const StepPlan& StepPlanner::plan(const Batch& batch, bool graphs, cudaStream_t 
   }
   if (p.graph) {
     if (p.graph_key.positions_per_sequence > 1)
-      pad_chunk_plan(p.host, p.graph_key.padded_sequences, p.graph_key.block_table_stride, scratch_block_,
-                     kv_.block_size, p.graph_key.all_positions_sampled);
+      pad_chunk_plan(p.host, p.graph_key.padded_sequences, scratch_block_, kv_.block_size,
+                     p.graph_key.all_positions_sampled);
     else
-      pad_decode_plan(p.host, p.graph_key.padded_sequences, p.graph_key.block_table_stride, scratch_block_,
-                      kv_.block_size);
+      pad_decode_plan(p.host, p.graph_key.padded_sequences, scratch_block_, kv_.block_size);
     p.split_context = p.graph_key.context_bucket;
   }
   p.gather = kv_.dtype == KvCacheDtype::kFp8E4m3 && !p.host.prefill_q_lens.empty()
                  ? &gather_planner_.plan(p.host, kv_.block_size, gather_scratch_blocks_)
                  : nullptr;
-  upload(stream);
+  // Last, once nothing can refuse the batch: the slots' state then says what the device tables hold.
+  const BlockTableUpdate& tables = table_slots_.update(batch, kv_.block_size);
+  map_table_rows(p.host, tables.rows, table_slots_.scratch_row());
+  upload(tables, stream);
   return p;
 }
 
-void StepPlanner::upload(cudaStream_t stream) {
+void StepPlanner::upload(const BlockTableUpdate& tables, cudaStream_t stream) {
   const BatchPlan& h = plan_.host;
   const KvGatherPlan* gather = plan_.gather;
   arena_.begin();
   const size_t token_ids = arena_.add(h.token_ids), positions = arena_.add(h.positions), slots = arena_.add(h.slots),
-               tables = arena_.add(h.block_tables), decode_rows = arena_.add(h.decode_table_rows),
-               decode_q = arena_.add(h.decode_q_rows), decode_context = arena_.add(h.decode_context_lens),
-               prefill_rows = arena_.add(h.prefill_table_rows), prefill_start = arena_.add(h.prefill_q_starts),
-               prefill_len = arena_.add(h.prefill_q_lens), prefill_cached = arena_.add(h.prefill_cached_lens),
-               sample = arena_.add(h.sample_rows), params = arena_.add(h.sampling_params),
-               penalties = arena_.add_parts(h.penalty_parts);
+               decode_rows = arena_.add(h.decode_table_rows), decode_q = arena_.add(h.decode_q_rows),
+               decode_context = arena_.add(h.decode_context_lens), prefill_rows = arena_.add(h.prefill_table_rows),
+               prefill_start = arena_.add(h.prefill_q_starts), prefill_len = arena_.add(h.prefill_q_lens),
+               prefill_cached = arena_.add(h.prefill_cached_lens), sample = arena_.add(h.sample_rows),
+               params = arena_.add(h.sampling_params), penalties = arena_.add_parts(h.penalty_parts);
   size_t src_blocks = 0, valid_tokens = 0, gather_tables = 0, gather_rows = 0;
   if (gather != nullptr) {
     src_blocks = arena_.add(gather->src_blocks);
@@ -91,14 +122,21 @@ void StepPlanner::upload(cudaStream_t stream) {
     gather_tables = arena_.add(gather->scratch_tables);
     gather_rows = arena_.add(gather->scratch_table_rows);
   }
+  // After every array a captured graph reads: their addresses stay those of its capture whatever these add.
+  const size_t table_writes = arena_.add(tables.writes), table_ids = arena_.add(tables.block_ids);
   arena_.upload(stream);
+  launch_block_table_scatter(
+      {tables_.as<int32_t>(), table_slots_.stride(), arena_.device<BlockTableWrite>(table_writes),
+       arena_.device<int32_t>(table_ids), static_cast<int>(tables.writes.size())},
+      stream);
   const auto ints = [&](size_t handle) { return arena_.device<int32_t>(handle); };
   const auto gathered = [&](size_t handle) { return gather != nullptr ? ints(handle) : nullptr; };
   DeviceBatch& d = plan_.device;
   d.token_ids = ints(token_ids);
   d.positions = ints(positions);
   d.slots = arena_.device<int64_t>(slots);
-  d.block_tables = ints(tables);
+  d.block_tables = tables_.as<int32_t>();
+  d.block_table_stride = table_slots_.stride();
   d.decode_table_rows = ints(decode_rows);
   d.decode_q_rows = ints(decode_q);
   d.decode_context_lens = ints(decode_context);

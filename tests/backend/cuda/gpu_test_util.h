@@ -5,9 +5,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -101,6 +104,27 @@ double relative_error(const std::vector<T>& out, const std::vector<double>& ref)
     norm += ref[i] * ref[i];
   }
   return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+// Relative error of one row of logits and whether the GPU's argmax agrees where the reference has a clear margin.
+struct RowComparison {
+  double relative_error;
+  bool argmax_agrees;
+};
+
+inline RowComparison compare_row(std::span<const float> gpu, std::span<const float> cpu, float clear_margin) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    if (!std::isfinite(gpu[i])) return {INFINITY, false};
+    diff += (gpu[i] - cpu[i]) * static_cast<double>(gpu[i] - cpu[i]);
+    norm += cpu[i] * static_cast<double>(cpu[i]);
+  }
+  std::vector<size_t> order(cpu.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::partial_sort(order.begin(), order.begin() + 2, order.end(), [&](size_t a, size_t b) { return cpu[a] > cpu[b]; });
+  const bool clear = cpu[order[0]] - cpu[order[1]] > clear_margin;
+  const size_t gpu_argmax = static_cast<size_t>(std::max_element(gpu.begin(), gpu.end()) - gpu.begin());
+  return {std::sqrt(diff / norm), !clear || gpu_argmax == order[0]};
 }
 
 // y[m, n] = sum_k x[m, k] * w[n, k] in float64.

@@ -1,4 +1,4 @@
-// Host-side batch planning of the CUDA backend (no GPU needed): slots, block tables, the decode/prefill split,
+// Host-side batch planning of the CUDA backend (no GPU needed): KV slots, block tables, the decode/prefill split,
 // sampled rows (every position of a sample_all_positions sequence), penalty entries and the padding of decode and
 // verify plans for captured graphs.
 #include <gtest/gtest.h>
@@ -25,8 +25,9 @@ TEST(BatchPlan, MapsTokensToSlotsAndSplitsDecodeFromPrefill) {
   EXPECT_EQ(plan.num_tokens, 4);
   EXPECT_EQ(plan.positions, (std::vector<int32_t>{30, 31, 32, 5}));
   EXPECT_EQ(plan.slots, (std::vector<int64_t>{3 * 16 + 14, 3 * 16 + 15, 9 * 16 + 0, 4 * 16 + 5}));
-  EXPECT_EQ(plan.block_table_stride, 3);
-  EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{7, 3, 9, 4, 0, 0}));
+  ASSERT_EQ(plan.tables.size(), 2u);  // each sequence's blocks of its context
+  EXPECT_EQ(std::vector<int32_t>(plan.tables[0].begin(), plan.tables[0].end()), table_a);
+  EXPECT_EQ(std::vector<int32_t>(plan.tables[1].begin(), plan.tables[1].end()), table_b);
   EXPECT_EQ(plan.prefill_q_starts, (std::vector<int32_t>{0}));
   EXPECT_EQ(plan.prefill_q_lens, (std::vector<int32_t>{3}));
   EXPECT_EQ(plan.prefill_cached_lens, (std::vector<int32_t>{30}));
@@ -175,11 +176,11 @@ TEST(BatchPlan, PadsDecodePlansWithScratchRows) {
                      batch_sequence(1, 7, table_b, &greedy)};
   BatchPlan plan = plan_batch(batch, 16, 1000);
   ASSERT_TRUE(is_graphable_decode(plan));
-  pad_decode_plan(plan, 4, 4, 99, 16);
+  pad_decode_plan(plan, 4, 99, 16);
   EXPECT_EQ(plan.num_tokens, 4);
   EXPECT_EQ(plan.token_ids.size(), 4u);
-  EXPECT_EQ(plan.block_table_stride, 4);
-  EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{2, 8, 99, 99, 5, 0, 99, 99, 5, 0, 99, 99, 99, 99, 99, 99}));
+  EXPECT_EQ(plan.tables.size(), 3u);  // the padding row reads the scratch table row (map_table_rows)
+  EXPECT_EQ(plan.decode_table_rows, (std::vector<int32_t>{0, 1, 2, 3}));
   EXPECT_EQ(plan.slots.back(), 99 * 16);
   EXPECT_EQ(plan.decode_context_lens, (std::vector<int32_t>{21, 1, 8, 1}));
   EXPECT_EQ(plan.decode_q_rows, (std::vector<int32_t>{0, 1, 2, 3}));
@@ -239,11 +240,10 @@ TEST(BatchPlan, PadsEqualChunkPlansWithScratchSequences) {
     batch.sequences[0].sample_all_positions = all_sampled;
     BatchPlan plan = plan_batch(batch, 16, 1000);
     ASSERT_EQ(graphable_chunks(plan).positions, 3);
-    pad_chunk_plan(plan, 2, 4, 99, 16, all_sampled);
+    pad_chunk_plan(plan, 2, 99, 16, all_sampled);
     EXPECT_EQ(plan.num_tokens, 6);
     EXPECT_EQ(plan.token_ids.size(), 6u);
-    EXPECT_EQ(plan.block_table_stride, 4);
-    EXPECT_EQ(plan.block_tables, (std::vector<int32_t>{2, 8, 99, 99, 99, 99, 99, 99}));
+    EXPECT_EQ(plan.tables.size(), 1u);
     EXPECT_EQ(std::vector<int32_t>(plan.positions.begin() + 3, plan.positions.end()), (std::vector<int32_t>{0, 1, 2}));
     EXPECT_EQ(std::vector<int64_t>(plan.slots.begin() + 3, plan.slots.end()),
               (std::vector<int64_t>{99 * 16, 99 * 16 + 1, 99 * 16 + 2}));

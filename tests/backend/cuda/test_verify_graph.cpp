@@ -114,8 +114,10 @@ void CudaVerifyGraphTest::check_replay(bool all_positions) {
 // The planner takes the graph path for these steps, and not for a step whose sequences score different counts.
 TEST_P(CudaVerifyGraphTest, PlannerGraphsUniformVerifySteps) {
   const KvCacheShape kv = graphed_->kv_cache();
-  cuda::StepPlanner planner(model_->config, kv, /*scratch_block=*/kv.num_blocks - 1, 0,
-                            {.max_num_seqs = 64, .max_num_batched_tokens = 256, .max_model_len = 96});
+  const cuda::StepLimits limits{.max_num_seqs = 64, .max_num_batched_tokens = 256, .max_model_len = 96};
+  cuda::StepPlanner planner(
+      model_->config, kv, /*scratch_block=*/kv.num_blocks - 1, 0, limits,
+      cuda::DeviceBuffer(static_cast<size_t>(cuda::block_table_bytes(limits, kv.block_size)), "block tables"));
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   const cuda::StepPlan& plan = planner.plan(verify_batch(3, kPrompt - 8, &greedy_), true, stream);

@@ -15,7 +15,7 @@ set(QINFER_LAYERS
     "backend/parallel|src/backend/parallel/|qinfer_backend_parallel|util"
     "backend/nccl|src/backend/parallel/nccl_communicator|qinfer_backend_nccl|backend/parallel,util"
     "backend/cpu|src/backend/cpu/|qinfer_backend_cpu|backend,backend/parallel,model,util"
-    "backend/cuda|src/backend/cuda/|qinfer_backend_cuda|backend,model,util"
+    "backend/cuda|src/backend/cuda/|qinfer_backend_cuda|backend,backend/nccl,backend/parallel,model,util"
     "backend/factory|src/backend/factory|qinfer_backend|backend,backend/cpu,backend/cuda,model,util"
     "engine|src/engine/|qinfer_engine|backend,grammar,model,util"
     "engine/text|src/engine/tokenizer_text_decoder|qinfer_engine_text|engine,tokenizer,util"

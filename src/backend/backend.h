@@ -39,6 +39,9 @@ struct BackendOptions {
   std::string gemm_tuning_cache_dir;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;  // --kv-cache-dtype
   int tensor_parallel_size = 1;  // --tensor-parallel-size: ranks the model is split over (docs/TENSOR_PARALLEL.md)
+  // --tensor-parallel-same-device (CUDA, tests and diagnostics): every rank on GPU 0, through the same-device
+  // communicator instead of NCCL, without CUDA graphs. Slower than one rank; it checks the split where one GPU exists.
+  bool tensor_parallel_same_device = false;
   // A draft model beside this backend on the same device whose KV pools are indexed by this backend's block ids:
   // each block this backend's budget sizes also pays for the draft's KV of the same block
   // (draft_kv_bytes_per_block), and the draft's weights and activations (draft_reserved_bytes) come off the

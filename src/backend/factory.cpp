@@ -9,6 +9,7 @@
 
 #ifdef QINFER_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/tensor_parallel_cuda_backend.h"
 #endif
 
 namespace qinfer {
@@ -16,23 +17,19 @@ namespace qinfer {
 namespace {
 
 std::unique_ptr<Backend> create_cpu_backend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options) {
+  if (options.tensor_parallel_same_device)
+    throw Error(ErrorKind::kInvalidArgument,
+                "--tensor-parallel-same-device needs --device cuda (it puts GPU ranks on "
+                "one GPU)");
   if (options.tensor_parallel_size == 1) return std::make_unique<CpuBackend>(std::move(model), options);
   return std::make_unique<TensorParallelCpuBackend>(std::move(model), options);
 }
 
 #ifdef QINFER_HAVE_CUDA
-// The CUDA backend runs one GPU: more ranks than GPUs, or any split, are refused before anything is allocated.
-void check_cuda_tensor_parallel_size(const BackendOptions& options) {
-  if (options.tensor_parallel_size == 1) return;
-  const std::string flag = "--tensor-parallel-size " + std::to_string(options.tensor_parallel_size);
-  const int gpus = cuda_device_count();
-  if (options.tensor_parallel_size > gpus)
-    throw Error(ErrorKind::kUnavailable, flag + " needs " + std::to_string(options.tensor_parallel_size) + " GPUs; " +
-                                             std::to_string(gpus) + " visible (CUDA_VISIBLE_DEVICES)");
-  throw Error(ErrorKind::kUnsupported,
-              flag +
-                  ": tensor parallelism over several GPUs is not available yet; the CUDA backend runs one GPU "
-                  "(--tensor-parallel-size 1; --device cpu splits the model over CPU ranks)");
+std::unique_ptr<Backend> create_gpu_backend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options) {
+  if (options.tensor_parallel_size == 1 && !options.tensor_parallel_same_device)
+    return create_cuda_backend(std::move(model), options);
+  return std::make_unique<TensorParallelCudaBackend>(std::move(model), options);
 }
 #endif
 
@@ -45,10 +42,7 @@ std::unique_ptr<Backend> create_backend(std::shared_ptr<const LoadedModel> model
   if (options.device == "cpu") return create_cpu_backend(std::move(model), options);
 #ifdef QINFER_HAVE_CUDA
   std::string reason = cuda_unavailable_reason();
-  if (reason.empty()) {
-    check_cuda_tensor_parallel_size(options);
-    return create_cuda_backend(std::move(model), options);
-  }
+  if (reason.empty()) return create_gpu_backend(std::move(model), options);
   if (options.device == "cuda") throw Error(ErrorKind::kUnavailable, "--device cuda: " + reason);
   spdlog::warn("no usable GPU ({}); running on the CPU backend", reason);
 #else

@@ -79,6 +79,7 @@ std::unique_ptr<Backend> create_draft_backend(std::shared_ptr<const LoadedModel>
   options.draft_kv_bytes_per_block = 0;
   options.draft_reserved_bytes = 0;
   options.tensor_parallel_size = 1;
+  options.tensor_parallel_same_device = false;
   try {
     return create_backend(std::move(draft), options);
   } catch (const Error& e) {

@@ -119,9 +119,12 @@ void add_backend_flags(CLI::App& cmd, BackendOptions& o) {
       "KV cache size, e.g. 8GiB or 4e9 (CPU default: 2GiB; CUDA default: what --gpu-memory-utilization leaves)");
   cmd.add_option("--tensor-parallel-size,--num-shard", o.tensor_parallel_size,
                  "Ranks to split the model over, Megatron-style (must divide the model's KV heads, attention heads and "
-                 "intermediate size): --device cpu runs that many CPU ranks; CUDA runs one GPU (1). vLLM: -tp, TGI: "
-                 "--num-shard")
+                 "intermediate size): --device cpu runs that many CPU ranks, --device cuda one GPU per rank over NCCL. "
+                 "vLLM: -tp, TGI: --num-shard")
       ->capture_default_str();
+  cmd.add_flag("--tensor-parallel-same-device", o.tensor_parallel_same_device,
+               "CUDA, for tests and diagnostics: run every rank of --tensor-parallel-size on GPU 0 through the "
+               "same-device communicator (no NCCL, no CUDA graphs; slower than one rank)");
   cmd.add_option("--threads", o.num_threads, "CPU backend worker threads (0: all cores)")->capture_default_str();
   cmd.add_flag("!--enforce-eager", o.cuda_graphs, "CUDA: launch every kernel one by one (no CUDA graphs for decode)");
   o.gemm_tuning_cache_dir = default_qinfer_cache_dir().string();

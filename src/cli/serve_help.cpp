@@ -34,6 +34,7 @@ constexpr std::pair<std::string_view, const char*> kGroups[] = {
     {"--model-source", kModel},
     {"--device", kEngine},
     {"--tensor-parallel-size", kEngine},
+    {"--tensor-parallel-same-device", kEngine},
     {"--max-model-len", kEngine},
     {"--max-num-seqs", kEngine},
     {"--max-num-batched-tokens", kEngine},

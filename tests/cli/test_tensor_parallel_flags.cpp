@@ -1,5 +1,5 @@
 // --tensor-parallel-size through the real binary: CPU ranks give the tokens of one rank, bad sizes exit 2 naming the
-// numbers.
+// numbers, and so does the CUDA-only --tensor-parallel-same-device on the CPU.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +37,7 @@ TEST(TensorParallelFlags, SizesThatCannotSplitTheModelExitTwoNamingTheNumbers) {
             "--tensor-parallel-size 3 does not divide the model's num_key_value_heads 2"},
            {kGenerate + " -tp 4", "--tensor-parallel-size 4 does not divide the model's num_key_value_heads 2"},
            {kGenerate + " -tp 0", "--tensor-parallel-size 0: must be at least 1"},
+           {kGenerate + " -tp 2 --tensor-parallel-same-device", "--tensor-parallel-same-device needs --device cuda"},
            {"serve --device cpu --port 0 -tp 2",
             "--tensor-parallel-size 2 does not divide the model's "
             "num_key_value_heads 1"},

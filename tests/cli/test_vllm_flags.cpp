@@ -158,7 +158,9 @@ TEST(StartupSummary, EngineAndMemoryPlanOfTheCpuBackend) {
   EXPECT_EQ(engine_summary(backend, options, engine),
             "engine: cpu, context 1024, max-num-seqs 4, max-num-batched-tokens 64, prefix caching on, chunked prefill "
             "on, scheduling lpm, KV fp32 in blocks of 16");
-  engine.speculation = {SpeculativeMethod::kNgram, 4, 1, 3, 8, "", ""};
+  engine.speculation.method = SpeculativeMethod::kNgram;
+  engine.speculation.num_speculative_tokens = 4;
+  engine.speculation.prompt_lookup_max = 3;
   EXPECT_NE(engine_summary(backend, options, engine)
                 .find(", speculative ngram k 4 (lookup 1..3, off above 8 decoding sequences)"),
             std::string::npos);

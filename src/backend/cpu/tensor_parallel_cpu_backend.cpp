@@ -2,18 +2,29 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include "model/tensor_shard.h"
 #include "util/error.h"
 
 namespace qinfer {
 
+namespace {
+
+int checked_tensor_parallel_size(const ModelConfig& config, int size) {
+  check_tensor_parallel_size(config, size);
+  return size;
+}
+
+}  // namespace
+
 TensorParallelCpuBackend::TensorParallelCpuBackend(std::shared_ptr<const LoadedModel> model,
                                                    const BackendOptions& options)
-    : model_(std::move(model)) {
+    : model_(std::move(model)),
+      group_(
+          std::make_shared<InProcessGroup>(checked_tensor_parallel_size(model_->config, options.tensor_parallel_size))),
+      runner_([group = group_](const std::string& reason) { group->abort(reason); }) {
   const int size = options.tensor_parallel_size;
-  check_tensor_parallel_size(model_->config, size);
-  group_ = std::make_shared<InProcessGroup>(size);
   BackendOptions rank_options = options;
   const int threads = options.num_threads > 0 ? options.num_threads
                                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -53,45 +64,14 @@ MemoryPlan TensorParallelCpuBackend::memory_plan() const {
   return plan;
 }
 
-std::string TensorParallelCpuBackend::failure() const {
-  std::lock_guard lock(failure_mutex_);
-  return failure_;
-}
-
-void TensorParallelCpuBackend::fail(const std::string& reason) {
-  {
-    std::lock_guard lock(failure_mutex_);
-    // The first failure names the cause; ranks that throw only because the group stopped come after it.
-    if (failure_.empty()) failure_ = reason;
-  }
-  group_->abort(reason);
-}
+std::string TensorParallelCpuBackend::failure() const { return runner_.failure(); }
 
 std::vector<float> TensorParallelCpuBackend::run_ranks(const Batch& batch) {
-  if (std::string failed = failure(); !failed.empty())
-    throw Error(ErrorKind::kUnavailable, "tensor-parallel backend stopped after a rank failed: " + failed);
-  // A malformed batch is refused here, before any rank starts, so that it does not end the group.
-  validate_batch(batch, model_->config, kv_cache(), max_model_len(), /*multi_position_sampling=*/true);
-  const size_t size = ranks_.size();
-  std::vector<std::vector<float>> logits(size);
-  const auto run_rank = [&](size_t r) {
-    try {
-      logits[r] = ranks_[r]->forward_logits(batch);
-    } catch (const std::exception& e) {
-      fail("rank " + std::to_string(r) + ": " + e.what());
-    }
-  };
-  {
-    std::vector<std::jthread> threads;
-    try {
-      for (size_t r = 1; r < size; ++r) threads.emplace_back(run_rank, r);
-    } catch (const std::exception& e) {
-      fail(std::string("cannot start the rank threads: ") + e.what());  // the started ranks stop at their collective
-    }
-    run_rank(0);
-  }
-  if (std::string failed = failure(); !failed.empty())
-    throw Error(ErrorKind::kUnavailable, "tensor-parallel rank failed: " + failed);
+  if (std::string failed = failure(); failed.empty())  // a stopped group is refused by the runner, naming why
+    // A malformed batch is refused here, before any rank starts, so that it does not end the group.
+    validate_batch(batch, model_->config, kv_cache(), max_model_len(), /*multi_position_sampling=*/true);
+  std::vector<std::vector<float>> logits(ranks_.size());
+  runner_.run(ranks_.size(), [&](size_t r) { logits[r] = ranks_[r]->forward_logits(batch); });
   return std::move(logits[0]);
 }
 

@@ -7,13 +7,13 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/parallel/in_process_communicator.h"
+#include "backend/parallel/rank_runner.h"
 
 namespace qinfer {
 
@@ -40,18 +40,14 @@ class TensorParallelCpuBackend final : public Backend {
   const CpuBackend& rank(int r) const { return *ranks_[static_cast<size_t>(r)]; }
 
  private:
-  // Runs the batch's forward on every rank, rank 0 on the calling thread; returns rank 0's logits. A rank that
-  // throws aborts the group (the others' collectives then throw instead of waiting) and its error is rethrown here.
+  // Runs the batch's forward on every rank (RankRunner); returns rank 0's logits.
   std::vector<float> run_ranks(const Batch& batch);
-  // Records the first failure and aborts the group.
-  void fail(const std::string& reason);
 
   std::shared_ptr<const LoadedModel> model_;
   std::shared_ptr<InProcessGroup> group_;
   std::vector<std::unique_ptr<InProcessCommunicator>> communicators_;  // [N], one per rank
   std::vector<std::unique_ptr<CpuBackend>> ranks_;                     // [N]
-  mutable std::mutex failure_mutex_;
-  std::string failure_;  // the first rank failure; once set, every step is refused
+  RankRunner runner_;  // aborts group_ at the first failure; once failed, every step is refused
 };
 
 }  // namespace qinfer

@@ -19,6 +19,7 @@
 #include "backend/cuda/linear_layer.h"
 #include "backend/cuda/qwen3_forward.h"
 #include "backend/cuda/step_plan.h"
+#include "backend/cuda/tensor_parallel_rank.h"
 #include "backend/cuda/workspace.h"
 #include "util/error.h"
 #include "util/logging.h"
@@ -71,7 +72,9 @@ struct SamplingConstraints {
 // captured graph of it) -> sampling -> results back.
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options);
+  // With `rank`, one rank of a tensor-parallel group (create_cuda_rank_backend).
+  CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options,
+              std::optional<cuda::CudaTensorParallelRank> rank = std::nullopt);
   ~CudaBackend() override;
 
   std::string name() const override { return name_; }
@@ -107,6 +110,8 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_ = nullptr;
   cuda::GpuWeights weights_;
   std::unique_ptr<cuda::Workspace> workspace_;
+  std::unique_ptr<cuda::RankCollectives> rank_;  // a tensor-parallel rank's collectives; null on one GPU
+  bool samples_ = true;                          // false for tensor-parallel ranks other than 0
   cuda::LinearLayers linears_;
   std::unique_ptr<cuda::Attention> attention_;
   std::unique_ptr<cuda::KvPool> kv_;
@@ -118,19 +123,26 @@ class CudaBackend final : public Backend {
   cuda::UploadArena constraint_arena_;     // per step: allowed-token masks and logit_bias entries of constrained rows
 };
 
-CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options)
+CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const BackendOptions& options,
+                         std::optional<cuda::CudaTensorParallelRank> rank)
     : model_(std::move(model)), options_(options) {
   const ModelConfig& c = model_->config;
   check_supported(c, options);
   max_model_len_ = resolve_max_model_len(c, options);
   device_ = cuda::query_device_capabilities();
   name_ = "cuda:" + std::to_string(device_.device) + " (" + device_.name + ")";
+  if (rank) name_ += " rank " + std::to_string(rank->spec.rank) + "/" + std::to_string(rank->spec.size);
   spdlog::info("{}: {}", name_, device_.summary());
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 
   weights_ = cuda::upload_weights(*model_, stream_);
   workspace_ = std::make_unique<cuda::Workspace>(
       c, cuda::WorkspaceLimits{options.max_num_batched_tokens, options.max_num_seqs, device_.num_sms});
+  if (rank) {
+    rank_ =
+        std::make_unique<cuda::RankCollectives>(*rank, c, options.max_num_batched_tokens, workspace_->max_logit_rows);
+    samples_ = rank->spec.rank == 0;
+  }
   const cuda::LinearLayers::QuantizedScratchBytes quantized_scratch =
       linears_.reserve_quantized_scratch(weights_.quantized_shapes);
   warm_up_gemms();
@@ -143,6 +155,7 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
                                   "block tables");
   std::vector<cuda::MemoryPart> allocated = {
       {"weights", weights_.bytes}, {"activations", workspace_->bytes}, {"block tables", block_tables.bytes()}};
+  if (rank_) allocated.push_back({"tensor-parallel buffers", rank_->bytes()});
   if (attention_->gather_scratch_blocks() > 0)
     allocated.push_back({"fp8 prefill scratch", attention_->scratch_bytes()});
   if (quantized_scratch.dequantized > 0)
@@ -157,13 +170,14 @@ CudaBackend::CudaBackend(std::shared_ptr<const LoadedModel> model, const Backend
       allocated);
   planner_ = std::make_unique<cuda::StepPlanner>(
       c, kv_->shape(), kv_->scratch_block(), attention_->gather_scratch_blocks(), step_limits, std::move(block_tables));
-  forward_ = std::make_unique<cuda::Qwen3Forward>(c, weights_, *workspace_, linears_, *attention_, *kv_);
+  forward_ = std::make_unique<cuda::Qwen3Forward>(c, weights_, *workspace_, linears_, *attention_, *kv_, rank_.get());
   const KvCacheShape kv = kv_->shape();
   memory_plan_.device_total = kv_->device_total_bytes();
   memory_plan_.budget = kv_->budget_bytes();
   memory_plan_.weights = static_cast<int64_t>(weights_.bytes);
   memory_plan_.activations = static_cast<int64_t>(workspace_->bytes + attention_->scratch_bytes() +
-                                                  quantized_scratch.dequantized + quantized_scratch.gemm_partials) +
+                                                  quantized_scratch.dequantized + quantized_scratch.gemm_partials +
+                                                  (rank_ ? rank_->bytes() : 0)) +
                              cuda::block_table_bytes(step_limits, options.block_size);
   memory_plan_.kv = kv;
   std::string parts;
@@ -191,15 +205,18 @@ void CudaBackend::warm_up_gemms() {
   const ModelConfig& c = model_->config;
   const cuda::Workspace& w = *workspace_;
   const cuda::GpuLayerWeights& lw = weights_.layers.front();
-  const size_t table_bytes = static_cast<size_t>(c.vocab_size) * c.hidden_size * sizeof(bf16);
+  const size_t table_bytes = static_cast<size_t>(weights_.vocab_rows) * c.hidden_size * sizeof(bf16);
   for (const cuda::DeviceBuffer* buffer : {&w.normed, &w.attention, &w.activation})
     CUDA_CHECK(cudaMemcpyAsync(buffer->data(), weights_.embed, std::min(buffer->bytes(), table_bytes),
                                cudaMemcpyDeviceToDevice, stream_));
+  // A tensor-parallel rank's o_proj and down write fp32 partial sums (qwen3_forward.h).
+  void* delta = rank_ ? static_cast<void*>(rank_->partial_delta()) : w.delta.data();
+  const bool delta_f32 = rank_ != nullptr;
   const cuda::LinearLayers::WarmUpCounts counts =
       linears_.warm_up({{&lw.qkv, w.normed.as<bf16>(), w.qkv.data()},
-                        {&lw.o_proj, w.attention.as<bf16>(), w.delta.data()},
+                        {&lw.o_proj, w.attention.as<bf16>(), delta, delta_f32},
                         {&lw.gate_up, w.normed.as<bf16>(), w.gate_up.data()},
-                        {&lw.down, w.activation.as<bf16>(), w.delta.data()},
+                        {&lw.down, w.activation.as<bf16>(), delta, delta_f32},
                         {&weights_.lm_head, w.final_normed.as<bf16>(), w.logits.data(), true, false}},
                        options_.max_num_batched_tokens, options_.max_num_seqs, kernel_stream(), &cache);
   cache.save();
@@ -263,7 +280,7 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
   const auto enqueue = [&](cuda::GraphNodeRoles* roles) {
     const cuda::KernelStream stream{stream_, device_, roles};
     forward_->enqueue(step, stream);
-    if (!constrained) enqueue_sampling(step, 0, std::min(rows, chunk_rows), stream);
+    if (!constrained && samples_) enqueue_sampling(step, 0, std::min(rows, chunk_rows), stream);
   };
   if (step.graph) {
     if (planner_->upload_generation() != graphs_upload_generation_) {
@@ -275,18 +292,21 @@ std::vector<SampleResult> CudaBackend::step(const Batch& batch) {
   } else {
     enqueue(nullptr);
   }
-  if (batch.prepare_constraints) batch.prepare_constraints();
+  // Of a tensor-parallel group only rank 0 samples (every rank has the gathered logits); the others run the forward
+  // and the later chunks' lm_head with their collectives.
+  if (batch.prepare_constraints && samples_) batch.prepare_constraints();
   std::optional<SamplingConstraints> constraints;
-  if (constrained) {
+  if (constrained && samples_) {
     constraints = upload_constraints(step.host);
     enqueue_sampling(step, 0, std::min(rows, chunk_rows), kernel_stream(), &*constraints);
   }
   for (int first = chunk_rows; first < rows; first += chunk_rows) {
     const int count = std::min(chunk_rows, rows - first);
     forward_->enqueue_logits(step, first, count, kernel_stream());
-    enqueue_sampling(step, first, count, kernel_stream(), constraints ? &*constraints : nullptr);
+    if (samples_) enqueue_sampling(step, first, count, kernel_stream(), constraints ? &*constraints : nullptr);
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (!samples_) return {};
 
   std::vector<SampleResult> results(static_cast<size_t>(step.num_requested_samples));
   const auto* device_results = workspace_->host_results.as<cuda::SampledToken>();
@@ -362,6 +382,12 @@ std::unique_ptr<Backend> create_cuda_backend(std::shared_ptr<const LoadedModel> 
   std::string reason = cuda_unavailable_reason();
   if (!reason.empty()) throw Error(ErrorKind::kUnavailable, "CUDA backend: " + reason);
   return std::make_unique<CudaBackend>(std::move(model), options);
+}
+
+std::unique_ptr<Backend> create_cuda_rank_backend(std::shared_ptr<const LoadedModel> shard,
+                                                  const BackendOptions& options,
+                                                  const cuda::CudaTensorParallelRank& rank) {
+  return std::make_unique<CudaBackend>(std::move(shard), options, rank);
 }
 
 }  // namespace qinfer

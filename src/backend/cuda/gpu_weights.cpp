@@ -214,7 +214,8 @@ GpuWeights upload_weights(const LoadedModel& model, cudaStream_t stream) {
   };
   const int hidden = c.hidden_size, inter = c.intermediate_size;
   gpu.embed = at(embed_offset);
-  gpu.lm_head = cuda::LinearWeight{.bf16 = at(lm_head_offset), .n = c.vocab_size, .k = hidden};
+  gpu.vocab_rows = w.embed_tokens.shape[0];
+  gpu.lm_head = cuda::LinearWeight{.bf16 = at(lm_head_offset), .n = static_cast<int>(w.lm_head.shape[0]), .k = hidden};
   gpu.quantized_shapes = std::move(quantized_shapes);
   gpu.final_norm = at(final_norm_offset);
   for (const LayerOffsets& o : layer_offsets) {

@@ -28,9 +28,10 @@ struct GpuLayerWeights {
 struct GpuWeights {
   DeviceBuffer storage;  // every tensor below points into it
   std::vector<GpuLayerWeights> layers;
-  const __nv_bfloat16* embed = nullptr;       // [vocab, hidden]
+  const __nv_bfloat16* embed = nullptr;       // [vocab_rows, hidden]
   const __nv_bfloat16* final_norm = nullptr;  // [hidden]
-  LinearWeight lm_head;                       // [vocab, hidden] bf16; the embedding's bytes when tied
+  LinearWeight lm_head;                       // [vocab_rows, hidden] bf16; the embedding's bytes when tied
+  int64_t vocab_rows = 0;  // rows of embed and lm_head: the vocabulary, or a tensor-parallel rank's slice of it
   size_t bytes = 0;
   std::vector<QuantizedLinearShape> quantized_shapes;  // the distinct shapes of the quantized linears (none: bf16)
 };

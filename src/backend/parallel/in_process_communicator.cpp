@@ -44,20 +44,21 @@ void InProcessGroup::arrive_and_wait() {
   if (generation_ == generation) refuse();
 }
 
+const std::vector<InProcessGroup::Slot>& InProcessGroup::exchange(int rank, const Slot& slot) {
+  {
+    std::lock_guard lock(mutex_);
+    slots_[static_cast<size_t>(rank)] = slot;
+  }
+  arrive_and_wait();
+  for (const Slot& other : slots_)
+    QINFER_CHECK(other.count == slot.count && other.dtype == slot.dtype,
+                 "ranks called a collective with different counts or dtypes");
+  return slots_;
+}
+
 InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessGroup> group, int rank)
     : group_(std::move(group)), rank_(rank) {
   QINFER_CHECK(rank >= 0 && rank < group_->size());
-}
-
-void InProcessCommunicator::publish(const InProcessGroup::Slot& slot) {
-  {
-    std::lock_guard lock(group_->mutex_);
-    group_->slots_[static_cast<size_t>(rank_)] = slot;
-  }
-  group_->arrive_and_wait();
-  for (const InProcessGroup::Slot& other : group_->slots_)
-    QINFER_CHECK(other.count == slot.count && other.dtype == slot.dtype,
-                 "ranks called a collective with different counts or dtypes");
 }
 
 namespace {
@@ -75,12 +76,11 @@ void sum_into_all(const auto& slots, size_t begin, size_t end, Load load, Store 
 }  // namespace
 
 void InProcessCommunicator::all_reduce_sum(void* buffer, size_t count, CommDtype dtype, CommStream) {
-  publish({buffer, buffer, count, dtype});
+  const std::vector<InProcessGroup::Slot>& slots = group_->exchange(rank_, {buffer, buffer, count, dtype});
   // Each rank sums its own slice of the elements across all buffers: the slices are disjoint, so no element is read
   // by one thread while another writes it.
   const size_t n = static_cast<size_t>(size()), r = static_cast<size_t>(rank_);
   const size_t begin = count * r / n, end = count * (r + 1) / n;
-  const std::vector<InProcessGroup::Slot>& slots = group_->slots_;
   if (dtype == CommDtype::kF32) {
     sum_into_all(
         slots, begin, end, [](void* p, size_t i) { return static_cast<float*>(p)[i]; },
@@ -95,18 +95,17 @@ void InProcessCommunicator::all_reduce_sum(void* buffer, size_t count, CommDtype
 }
 
 void InProcessCommunicator::all_gather(const void* send, void* recv, size_t count, CommDtype dtype, CommStream) {
-  publish({send, recv, count, dtype});
+  const std::vector<InProcessGroup::Slot>& slots = group_->exchange(rank_, {send, recv, count, dtype});
   const size_t bytes = count * comm_dtype_bytes(dtype);
-  for (size_t r = 0; r < group_->slots_.size(); ++r)
-    std::memcpy(static_cast<std::byte*>(recv) + r * bytes, group_->slots_[r].send, bytes);
+  for (size_t r = 0; r < slots.size(); ++r)
+    std::memcpy(static_cast<std::byte*>(recv) + r * bytes, slots[r].send, bytes);
   finish();
 }
 
 void InProcessCommunicator::broadcast(void* buffer, size_t count, CommDtype dtype, int root, CommStream) {
   QINFER_CHECK(root >= 0 && root < size());
-  publish({buffer, buffer, count, dtype});
-  if (rank_ != root)
-    std::memcpy(buffer, group_->slots_[static_cast<size_t>(root)].send, count * comm_dtype_bytes(dtype));
+  const std::vector<InProcessGroup::Slot>& slots = group_->exchange(rank_, {buffer, buffer, count, dtype});
+  if (rank_ != root) std::memcpy(buffer, slots[static_cast<size_t>(root)].send, count * comm_dtype_bytes(dtype));
   finish();
 }
 

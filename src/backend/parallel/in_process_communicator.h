@@ -25,9 +25,6 @@ class InProcessGroup {
   void abort(const std::string& reason);
   bool aborted() const;
 
- private:
-  friend class InProcessCommunicator;
-
   // What one rank brings to a collective.
   struct Slot {
     const void* send = nullptr;
@@ -36,9 +33,15 @@ class InProcessGroup {
     CommDtype dtype = CommDtype::kF32;
   };
 
+  // Publishes `slot` as rank `rank`'s and waits for every rank's (checking that the counts and dtypes agree); the
+  // slots returned stay valid until the rank's next arrive_and_wait(), which ends the collective. Throws once the
+  // group is aborted.
+  const std::vector<Slot>& exchange(int rank, const Slot& slot);
+
   // Waits until all ranks have called it (a reusable barrier); throws once the group is aborted.
   void arrive_and_wait();
 
+ private:
   const int size_;
   mutable std::mutex mutex_;
   std::condition_variable all_arrived_;
@@ -61,8 +64,6 @@ class InProcessCommunicator final : public Communicator {
   void barrier() override;
 
  private:
-  // Publishes this rank's slot and waits for every rank's; the slots are readable until finish() returns.
-  void publish(const InProcessGroup::Slot& slot);
   void finish() { group_->arrive_and_wait(); }
 
   std::shared_ptr<InProcessGroup> group_;

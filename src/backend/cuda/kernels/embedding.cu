@@ -11,8 +11,14 @@ __global__ void embedding_kernel(EmbeddingParams p) {
   allow_dependents();
   wait_for_producer();
   const int token = blockIdx.x;
-  const __nv_bfloat16* row = p.table + static_cast<int64_t>(p.token_ids[token]) * p.hidden;
+  const int64_t table_row = p.token_ids[token] - p.table_begin;
   float* out = p.residual + static_cast<int64_t>(token) * p.hidden;
+  if (p.table_rows > 0 && (table_row < 0 || table_row >= p.table_rows)) {  // another rank's token
+    for (int i = threadIdx.x * 4; i < p.hidden; i += blockDim.x * 4)
+      *reinterpret_cast<float4*>(out + i) = make_float4(0, 0, 0, 0);
+    return;
+  }
+  const __nv_bfloat16* row = p.table + table_row * p.hidden;
   for (int i = threadIdx.x * 8; i < p.hidden; i += blockDim.x * 8) {
     Bf16x8 v;
     v.raw = *reinterpret_cast<const uint4*>(row + i);

@@ -1,4 +1,4 @@
-// Residual add + RMSNorm: residual += delta (fp32 stream, bf16 delta), out = bf16(rmsnorm(residual)) * weight.
+// Residual add + RMSNorm: residual += delta (fp32 stream, bf16 or fp32 delta), out = bf16(rmsnorm(residual)) * weight.
 // Math as HF Qwen3: normalise in fp32, round to bf16, then multiply by the weight in bf16.
 #pragma once
 
@@ -14,6 +14,7 @@ namespace qinfer::cuda {
 struct FusedAddRmsNormParams {
   float* residual = nullptr;              // [num_rows (or more when gathered), hidden]
   const __nv_bfloat16* delta = nullptr;   // [same rows, hidden]; null: no add
+  const float* delta_f32 = nullptr;       // [same rows, hidden] fp32 instead of delta (a tensor-parallel all-reduce)
   const __nv_bfloat16* weight = nullptr;  // [hidden]
   __nv_bfloat16* out = nullptr;           // [num_rows, hidden]
   const int32_t* row_index = nullptr;     // [num_rows] rows of residual/delta to read; null: identity

@@ -79,10 +79,13 @@ AttentionPlan Attention::plan(const StepPlan& step, const KvPool& kv, const Work
   prefill.block_size = kv.block_size();
   prefill.pool_blocks = kv.pool_blocks();
   prefill.scale = scale;
-  // The decode attention's partials are free again once its launch has merged them (in-kernel, earlier on the stream).
-  prefill.split_out = w.split_out.as<float>();
-  prefill.split_lse = w.split_lse.as<float>();
-  prefill.split_rows_capacity = w.max_split_rows;
+  // The key splits' partials go to the MLP's buffers, which hold nothing while attention runs: gate_up is written by
+  // the layer's gate/up projection and read by SwiGLU, `activation` written by SwiGLU and read by down, both after it.
+  prefill.split_out = w.gate_up.as<float>();
+  prefill.split_lse = w.activation.as<float>();
+  prefill.split_rows_capacity =
+      static_cast<int>(std::min(w.gate_up.bytes() / (static_cast<size_t>(c.q_width()) * sizeof(float)),
+                                w.activation.bytes() / (static_cast<size_t>(c.num_heads) * sizeof(float))));
   prefill.num_tokens = h.num_tokens;
   for (size_t i = 0; i < h.prefill_q_lens.size(); ++i)
     prefill.max_context_len = std::max(prefill.max_context_len, h.prefill_cached_lens[i] + h.prefill_q_lens[i]);

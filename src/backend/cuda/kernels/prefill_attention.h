@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cuda/device_capabilities.h"
+#include "backend/cuda/kernels/prefill_attention_plan.h"
 
 namespace qinfer::cuda {
 
@@ -33,9 +34,10 @@ struct PrefillAttentionParams {
   float scale = 0;
   // Key splits (wgmma kernel): a short chunk after a long context (a question about a cached document, the tail of a
   // long prompt cut small beside decodes, a verify step) has few query blocks, and num_heads x query blocks leaves
-  // most SMs idle while each block walks the whole context. Each query block's keys are then split over kv_splits
-  // blocks (prefill_attention_kv_splits) that write normalised partial rows and their log2-sum-exps here, and a merge
-  // kernel combines them into `out`. split_rows_capacity 0: never split.
+  // most SMs idle while each block walks the whole context; a grid of a few waves leaves most of its last one idle.
+  // Each query block's keys are then split over kv_splits blocks (prefill_attention_kv_splits) that write normalised
+  // partial rows and their log2-sum-exps here, and a merge kernel combines them into `out`. split_rows_capacity 0:
+  // never split.
   float* split_out = nullptr;   // [split_rows_capacity, num_heads, head_dim] fp32; row split * num_tokens + token
   float* split_lse = nullptr;   // [split_rows_capacity, num_heads] (log2 domain; -inf: no key in that split)
   int split_rows_capacity = 0;  // rows of split_out
@@ -44,10 +46,7 @@ struct PrefillAttentionParams {
   int kv_splits = 1;            // set by the launcher from prefill_attention_kv_splits
 };
 
-// Key splits for the wgmma kernel on `num_sms` SMs: 1 unless the grid of num_heads x num_prefill x query blocks fills
-// less than the GPU, then as many as fill one wave, with at least kPrefillMinTilesPerSplit key tiles each and within
-// split_rows_capacity (a split holds num_tokens rows).
-inline constexpr int kPrefillMinTilesPerSplit = 4;
+// plan_prefill_attention_kv_splits (prefill_attention_plan.h) for this launch; 1 without split buffers.
 int prefill_attention_kv_splits(const PrefillAttentionParams& params, int num_sms);
 
 // Runs the wgmma kernel where it is available and the block size is a multiple of 16, else the mma.sync one.

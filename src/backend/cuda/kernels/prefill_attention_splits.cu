@@ -2,19 +2,17 @@
 // merge of the splits' partial rows. Split s of a row holds its attention over the split's keys, normalised, and the
 // log2-sum-exp of its scores (scaled, log2 domain); the merged row is sum_s 2^(lse_s - m) o_s / sum_s 2^(lse_s - m)
 // with m the largest lse_s, the same combination the decode attention's splits use.
-#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/kernels/prefill_attention.h"
+#include "backend/cuda/kernels/prefill_attention_plan.h"
 #include "backend/cuda/kernels/prefill_attention_splits.h"
 
 namespace qinfer::cuda {
 
 namespace {
 
-constexpr int kBlockM = 128;  // query rows per block of the wgmma kernel
-constexpr int kBlockN = 128;  // keys per tile of the wgmma kernel
 constexpr int kMergeThreads = 128;
 
 // grid (max_q_len, num_prefill): one block per query row of a prefill sequence, every head; threads over
@@ -54,15 +52,14 @@ __global__ void __launch_bounds__(kMergeThreads) merge_prefill_attention_splits_
 }  // namespace
 
 int prefill_attention_kv_splits(const PrefillAttentionParams& p, int num_sms) {
-  if (p.split_out == nullptr || p.split_lse == nullptr || p.split_rows_capacity <= 0 || p.num_tokens <= 0 ||
-      p.num_prefill <= 0 || p.max_q_len <= 0)
-    return 1;
-  const int64_t blocks = static_cast<int64_t>(p.num_heads) * p.num_prefill * ((p.max_q_len + kBlockM - 1) / kBlockM);
-  if (blocks >= num_sms) return 1;
-  const int64_t tiles = (std::max(p.max_context_len, p.max_q_len) + kBlockN - 1) / kBlockN;
-  const int64_t splits = std::min({static_cast<int64_t>(num_sms) / blocks, tiles / kPrefillMinTilesPerSplit,
-                                   static_cast<int64_t>(p.split_rows_capacity) / p.num_tokens});
-  return static_cast<int>(std::max<int64_t>(1, splits));
+  if (p.split_out == nullptr || p.split_lse == nullptr) return 1;
+  return plan_prefill_attention_kv_splits({.num_heads = p.num_heads,
+                                           .num_prefill = p.num_prefill,
+                                           .max_q_len = p.max_q_len,
+                                           .max_context_len = p.max_context_len,
+                                           .num_tokens = p.num_tokens,
+                                           .split_rows_capacity = p.split_rows_capacity},
+                                          num_sms);
 }
 
 void launch_merge_prefill_attention_splits(const PrefillAttentionParams& p, cudaStream_t stream) {

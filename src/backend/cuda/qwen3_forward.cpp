@@ -38,32 +38,15 @@ void Qwen3Forward::enqueue(const StepPlan& step, const KernelStream& stream) {
     launch_fused_add_rmsnorm(norm, stream);
   };
 
-  // delta = x · Wᵀ, then residual += delta and normed = RMSNorm(residual) * norm_weight. A rank at decode sizes does
-  // the all-reduce, the add and the norm in one kernel; `buffer` keeps o_proj's and down's partials apart.
-  const auto multiply_add_and_norm = [&](const LinearWeight& weight, const bf16* x, const bf16* norm_weight,
-                                         int buffer) {
-    if (!rank_ || !rank_->one_shot(tokens)) {
-      add_and_norm(multiply_into_delta(weight, x, tokens, route, stream), norm_weight);
-      return;
-    }
-    linears_.multiply(weight, x, tokens, rank_->one_shot_partial(buffer), true, route, stream);
-    norm.weight = norm_weight;
-    rank_->fused_allreduce_add_rmsnorm(buffer, norm, stream);
-  };
-
-  add_and_norm(Delta{}, weights_.layers.front().input_norm);
   for (int l = 0; l < c.num_layers; ++l) {
     const GpuLayerWeights& lw = weights_.layers[static_cast<size_t>(l)];
+    add_and_norm(l == 0 ? Delta{} : last_delta(), lw.input_norm);
     linears_.multiply(lw.qkv, w.normed.as<bf16>(), tokens, w.qkv.data(), false, route, stream);
     attention_.run(attention, step, kv_.layer(l), lw.q_norm, lw.k_norm, stream);
-    multiply_add_and_norm(lw.o_proj, w.attention.as<bf16>(), lw.post_attn_norm, 0);
+    add_and_norm(multiply_into_delta(lw.o_proj, w.attention.as<bf16>(), tokens, route, stream), lw.post_attn_norm);
     linears_.multiply_swiglu(lw.gate_up, w.normed.as<bf16>(), tokens, w.gate_up.as<bf16>(), w.activation.as<bf16>(),
                              route, stream);
-    if (l + 1 < c.num_layers)
-      multiply_add_and_norm(lw.down, w.activation.as<bf16>(), weights_.layers[static_cast<size_t>(l + 1)].input_norm,
-                            1);
-    else  // the final norm (enqueue_logits) reads the last delta, at the sampled rows only
-      multiply_into_delta(lw.down, w.activation.as<bf16>(), tokens, route, stream);
+    multiply_into_delta(lw.down, w.activation.as<bf16>(), tokens, route, stream);
   }
 
   // The final norm and lm_head only at the sampled rows.

@@ -40,21 +40,6 @@ class CurrentDevice {
   int previous_ = 0;
 };
 
-// Lets every rank's kernels read the other ranks' memory (the one-shot all-reduce's peer pointers).
-void enable_peer_access(const std::vector<int>& devices) {
-  for (int device : devices) {
-    CurrentDevice on_device(device);
-    for (int peer : devices) {
-      if (peer == device) continue;
-      const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
-      if (status == cudaErrorPeerAccessAlreadyEnabled)
-        cudaGetLastError();  // NCCL may have enabled it already
-      else
-        CUDA_CHECK(status);
-    }
-  }
-}
-
 }  // namespace
 
 TensorParallelCudaBackend::TensorParallelCudaBackend(std::shared_ptr<const LoadedModel> model,
@@ -88,9 +73,6 @@ TensorParallelCudaBackend::TensorParallelCudaBackend(std::shared_ptr<const Loade
     };
   }
 
-  if (!options.tensor_parallel_same_device) enable_peer_access(devices_);
-  one_shot_ = std::make_unique<cuda::OneShotPeerBuffers>(devices_, model_->config.hidden_size);
-
   BackendOptions rank_options = options;
   if (options.tensor_parallel_same_device) {
     rank_options.gpu_memory_utilization /= size;  // the ranks share the device's budget
@@ -103,8 +85,7 @@ TensorParallelCudaBackend::TensorParallelCudaBackend(std::shared_ptr<const Loade
       rank_options.kv_cache_num_blocks = ranks_.front()->kv_cache().num_blocks;
     ranks_.push_back(create_cuda_rank_backend(
         std::move(shards[static_cast<size_t>(r)]), rank_options,
-        cuda::CudaTensorParallelRank{specs[static_cast<size_t>(r)], communicators_[static_cast<size_t>(r)].get(),
-                                     &one_shot_->peers()}));
+        cuda::CudaTensorParallelRank{specs[static_cast<size_t>(r)], communicators_[static_cast<size_t>(r)].get()}));
   }
   spdlog::info("{}", name());
 }

@@ -5,9 +5,7 @@
 // per sequence, every rank's pool with the same block ids; rank 0 samples from the gathered logits.
 //
 // The ranks talk through NCCL, one GPU per rank; with options.tensor_parallel_same_device every rank runs on GPU 0
-// through the SameDeviceCommunicator (eager: no CUDA graphs), the tests' way of running a split on one GPU. Steps of
-// up to kOneShotAllReduceMaxRows tokens all-reduce each layer's output in the norm after it, through buffers every
-// rank registers once (OneShotPeerBuffers, read over peer access or on the one device).
+// through the SameDeviceCommunicator (eager: no CUDA graphs), the tests' way of running a split on one GPU.
 #pragma once
 
 #include <functional>
@@ -20,10 +18,6 @@
 #include "backend/parallel/rank_runner.h"
 
 namespace qinfer {
-
-namespace cuda {
-class OneShotPeerBuffers;  // tensor_parallel_rank.h
-}
 
 class TensorParallelCudaBackend final : public Backend {
  public:
@@ -55,7 +49,6 @@ class TensorParallelCudaBackend final : public Backend {
   std::shared_ptr<const LoadedModel> model_;
   std::vector<int> devices_;                                  // [N]: rank r's GPU
   std::vector<std::unique_ptr<Communicator>> communicators_;  // [N]
-  std::unique_ptr<cuda::OneShotPeerBuffers> one_shot_;        // every rank's one-shot all-reduce buffers
   std::vector<std::unique_ptr<Backend>> ranks_;               // [N]: CUDA backends of the ranks' shards
   std::function<void(const std::string&)> abort_communicators_;
   RankRunner runner_;

@@ -2,14 +2,13 @@
 #include "backend/cuda/kernels/device_math.cuh"
 #include "backend/cuda/kernels/fused_add_rmsnorm.h"
 #include "backend/cuda/kernels/pdl.cuh"
-#include "backend/cuda/kernels/rmsnorm_row.cuh"
 
 namespace qinfer::cuda {
 
 namespace {
 
-constexpr int kThreads = kRmsNormThreads;
-constexpr int kMaxVectorsPerThread = kRmsNormMaxVectorsPerThread;
+constexpr int kThreads = 256;
+constexpr int kMaxVectorsPerThread = 4;  // hidden up to 8192
 
 // One block per row; each thread keeps its (up to) 4 vectors of 8 values in registers between the two passes.
 __global__ void __launch_bounds__(kThreads) fused_add_rmsnorm_kernel(FusedAddRmsNormParams p) {
@@ -63,8 +62,21 @@ __global__ void __launch_bounds__(kThreads) fused_add_rmsnorm_kernel(FusedAddRms
       }
     }
   }
-  write_rmsnorm_row(values, sum_squares, weight, p.out + static_cast<int64_t>(blockIdx.x) * p.hidden, p.hidden, p.eps,
-                    scratch);
+  const float inv_rms = rsqrtf(block_sum(sum_squares, scratch) / static_cast<float>(p.hidden) + p.eps);
+  __nv_bfloat16* out = p.out + static_cast<int64_t>(blockIdx.x) * p.hidden;
+#pragma unroll
+  for (int v = 0; v < kMaxVectorsPerThread; ++v) {
+    const int i = (threadIdx.x + v * kThreads) * 8;
+    if (i < p.hidden) {
+      Bf16x8 w;
+      w.raw = weight[v];
+      float wf[8], y[8];
+      bf16x8_to_float(w, wf);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) y[j] = __bfloat162float(__float2bfloat16(values[v][j] * inv_rms)) * wf[j];
+      *reinterpret_cast<uint4*>(out + i) = float_to_bf16x8(y).raw;
+    }
+  }
 }
 
 }  // namespace

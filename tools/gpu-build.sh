@@ -4,8 +4,8 @@
 #   native: CUDA for 80;89;90a, the architectures a release carries (build folder build/)
 #   ptx89, ptx80: CUDA code as PTX for compute_89 / compute_80 only (build-ptx89/, build-ptx80/): the driver compiles
 #     it for the GPU at load, so an H200 runs the kernels and dispatch an RTX 4090 (sm_89) or A100 (sm_80) would.
-# Output: build-gpu/bundle.tar.xz holding FLAVOUR/ folders with stripped cuda_backend_tests, cuda_kernel_bench and
-# qinfer, and beside them the shared libraries they need that a stock GPU machine lacks (ldd; the binaries' rpath is
+# Output: build-gpu/bundle.tar.xz holding FLAVOUR/ folders with stripped cuda_backend_tests, cuda_kernel_bench,
+# nccl_communicator_tests and qinfer, and beside them the shared libraries they need that a stock GPU machine lacks (ldd; the binaries' rpath is
 # $ORIGIN). On the GPU machine:
 #   mkdir -p /tmp/gpu && tar -xJf build-gpu/bundle.tar.xz -C /tmp/gpu &&
 #   tools/gpu-run.sh $OUT/logs native=/tmp/gpu/native ptx89=/tmp/gpu/ptx89
@@ -16,7 +16,7 @@ flavours=("$@")
 stage="$repo/build-gpu/stage"
 rm -rf "$stage"
 mkdir -p "$stage"
-targets=(qinfer cuda_backend_tests cuda_kernel_bench)
+targets=(qinfer cuda_backend_tests cuda_kernel_bench nccl_communicator_tests)
 # Libraries the GPU test machine has (glibc, the C++ runtime, the driver, CUDA 13's cuBLAS); anything else travels.
 system_libs='^(linux-vdso|libc|libm|libdl|librt|libpthread|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libnvidia-ml|libcublas|libcublasLt|libnccl)\.so'
 for flavour in "${flavours[@]}"; do

@@ -14,7 +14,9 @@
 #   LONG=1: the long-context cases of the first flavour (decode at 32 K and 128 K, both caches; one 128 K prompt
 #   beside 32 chats through serve with --target-itl-ms 50 and 0; a 128 K document asked three times); SOAK=1: also
 #   tools/long_soak.sh (20 sequential 128 K requests); SPEC=1: speculative decoding at batch 1 (n-gram on a periodic
-#   and a random prompt, a 0.6B-shape draft, the 4B as its own draft).
+#   and a random prompt, a 0.6B-shape draft, the 4B as its own draft, the draft's cost curve at fixed k); TP=1 (on a
+#   machine with 2+ GPUs): tensor parallelism over NCCL (the communicator tests, greedy tokens of -tp 2 against -tp 1,
+#   batch-1 decode of the 8B, 14B and 32B shapes at TP = 1 and 2).
 #   The latency cases include AWQ and FP8 weights (--quantization on the dummy 4B). Full logs go to LOG_DIR/FLAVOUR: tests.log/tests.json, kernel_bench.log, latency_*.json/.log, and LOG_DIR/system.log
 #   (GPU, driver, clocks, ldd). The last lines printed are the kernel table and a summary table.
 set -uo pipefail
@@ -225,6 +227,30 @@ if [[ -n $qinfer && -n ${SPEC:-} && $first_flavour -eq 1 ]]; then
   # The cost curve of the 0.6B-shape draft at k = 4 whatever is accepted (random weights never agree).
   run_latency spec_draft_fixed_k4 1 1024 128 --fixed-speculative-tokens --speculative-config \
     "{\"method\": \"draft_model\", \"model\": \"$repo/configs/Qwen3-0.6B\", \"num_speculative_tokens\": 4, \"disable_by_batch_size\": 0}"
+fi
+if [[ -n $qinfer && -n ${TP:-} && $first_flavour -eq 1 ]]; then
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+  nccl_tests=$(find_bin nccl_communicator_tests)
+  if [[ -n $nccl_tests ]]; then
+    "$nccl_tests" >"$log_dir/nccl_tests.log" 2>&1
+    summary+=("| NCCL communicator tests over $gpus GPUs | exit $? |")
+  fi
+  # Greedy tokens of the tiny untied model through NCCL ranks against one GPU.
+  for tp in 1 2; do
+    "$qinfer" generate --device cuda --load-format dummy --preset tiny-untied --max-model-len 256 \
+      --prompt-ids 11,2024,7,150000,42,9 --max-tokens 12 --ignore-eos --temperature 0 --json -tp "$tp" \
+      >"$log_dir/generate_tp$tp.json" 2>"$log_dir/generate_tp$tp.log"
+  done
+  summary+=("| generate -tp 2 against -tp 1 | $(cmp -s <(grep -o '"token_ids":[^]]*' "$log_dir/generate_tp1.json") \
+    <(grep -o '"token_ids":[^]]*' "$log_dir/generate_tp2.json") && echo equal tokens || echo DIFFERENT or failed, see generate_tp*.log) |")
+  # Batch-1 decode of the larger Qwen3 shapes at TP = 1 and 2 (issue #40's targets: 8B TP = 2 >= 1.7 x TP = 1; 32B
+  # TP = 2 >= 75 % of the two GPUs' copy bandwidth).
+  for model in Qwen3-8B Qwen3-14B Qwen3-32B; do
+    for tp in 1 2; do
+      [[ $tp -gt $gpus ]] && continue
+      config="$repo/configs/$model/config.json" run_latency "tp${tp}_${model}_b1_1k" 1 1024 128 --tensor-parallel-size "$tp"
+    done
+  done
 fi
 if [[ -n $qinfer && -z ${QUICK:-} && $first_flavour -eq 1 ]]; then
   run_throughput 1k_1k_256 --num-prompts 512 --input-len 1024 --output-len 1024 --max-num-seqs 256 --max-model-len 4096

@@ -93,7 +93,10 @@ print(f"| {sys.argv[3]} latency {sys.argv[2]} | prefill {r['prefill_tokens_per_s
          f"{r['speculative']['tokens_per_sequence_step']:.2f} tokens per step, acceptance "
          f"{100 * r['speculative'].get('acceptance_rate', 0):.0f} %"
          + ("" if "draft" not in r['speculative'] else
-            f", draft {r['speculative']['draft']['seconds_per_proposed_token'] * 1e3:.2f} ms per token")) + " |")
+            f", draft {r['speculative']['draft']['seconds_per_proposed_token'] * 1e3:.2f} ms per token"))
+      + ("" if "tensor_parallel" not in r else
+         f"; TP {r['tensor_parallel']['size']}: all-reduce {r['tensor_parallel']['all_reduce_seconds'] * 1e6:.1f} us, "
+         f"{r['tensor_parallel']['all_reduce_seconds_per_step'] * 1e3:.2f} ms per step") + " |")
 PY
 )")
 }

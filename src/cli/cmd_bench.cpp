@@ -23,6 +23,7 @@
 
 #ifdef QINFER_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/tensor_parallel_cuda_backend.h"
 #endif
 
 namespace qinfer::cli {
@@ -260,6 +261,27 @@ class LatencyBench {
   SamplingParams sampling_;
 };
 
+// Tensor parallelism: the ranks' all-reduce at a decode step's size (hidden x batch fp32), timed alone; a decode step
+// makes one after the embedding and two per layer (o_proj, down). nullopt for a backend without ranks.
+struct AllReduceCost {
+  int ranks = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+  int per_step = 0;
+};
+
+std::optional<AllReduceCost> measure_all_reduce([[maybe_unused]] Backend& backend, [[maybe_unused]] int batch) {
+#ifdef QINFER_HAVE_CUDA
+  if (auto* ranks = dynamic_cast<TensorParallelCudaBackend*>(&backend)) {
+    const ModelConfig& c = backend.config();
+    const size_t elements = static_cast<size_t>(c.hidden_size) * static_cast<size_t>(batch);
+    return AllReduceCost{ranks->tensor_parallel_size(), static_cast<int64_t>(elements * sizeof(float)),
+                         ranks->time_all_reduce(elements, 200), 2 * c.num_layers + 1};
+  }
+#endif
+  return std::nullopt;
+}
+
 void run_latency(const LatencyFlags& f) {
   if (f.batch < 1 || f.input_len < 1 || f.output_len < 1)
     throw Error(ErrorKind::kInvalidArgument, "--batch, --input-len and --output-len must be at least 1");
@@ -318,6 +340,7 @@ void run_latency(const LatencyFlags& f) {
 #endif
   const double prefill_tokens = static_cast<double>(f.batch) * f.input_len;
 
+  const std::optional<AllReduceCost> all_reduce = measure_all_reduce(*backend, f.batch);
   if (f.json) {
     nlohmann::json j = {{"device", backend->name()},
                         {"kv_cache_dtype", kv_cache_dtype_name(kv.dtype)},
@@ -345,6 +368,13 @@ void run_latency(const LatencyFlags& f) {
                         {"decode_bandwidth_bytes_per_second", bandwidth},
                         {"decode_fraction_of_copy_bandwidth", bandwidth / kCopyBandwidthBytesPerSecond},
                         {"gpu_memory_in_use_bytes", memory}};
+    if (all_reduce) {
+      j["tensor_parallel"] = {{"size", all_reduce->ranks},
+                              {"all_reduce_bytes", all_reduce->bytes},
+                              {"all_reduce_seconds", all_reduce->seconds},
+                              {"all_reduces_per_step", all_reduce->per_step},
+                              {"all_reduce_seconds_per_step", all_reduce->seconds * all_reduce->per_step}};
+    }
     if (speculative) {
       nlohmann::json& out = j["speculative"] = speculation_stats_json(spec);
       out["config"] = nlohmann::json::parse(f.speculative_config);
@@ -386,6 +416,10 @@ void run_latency(const LatencyFlags& f) {
                 step_bytes / 1e9, weight_bytes / 1e9, kv_bytes / 1e9, bandwidth / 1e12,
                 100 * bandwidth / kCopyBandwidthBytesPerSecond);
   }
+  if (all_reduce)
+    std::printf("  tensor parallel: %d ranks; an all-reduce of %lld bytes %.1f us alone, %d per decode step: %.3f ms\n",
+                all_reduce->ranks, static_cast<long long>(all_reduce->bytes), all_reduce->seconds * 1e6,
+                all_reduce->per_step, all_reduce->seconds * all_reduce->per_step * 1e3);
   if (speculative) {
     std::string per_position;
     for (uint64_t n : spec.accepted_per_position)

@@ -2,11 +2,14 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <utility>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
 #include "backend/cuda/same_device_communicator.h"
 #include "backend/cuda/tensor_parallel_rank.h"
 #include "backend/parallel/nccl_communicator.h"
@@ -147,6 +150,27 @@ std::vector<SampleResult> TensorParallelCudaBackend::step(const Batch& batch) {
     if (r == 0) results = std::move(rank_results);
   });
   return results;
+}
+
+double TensorParallelCudaBackend::time_all_reduce(size_t elements, int iterations) {
+  QINFER_CHECK(elements > 0 && iterations > 0);
+  std::vector<double> seconds(ranks_.size(), 0.0);
+  runner_.run(ranks_.size(), [&](size_t r) {
+    CUDA_CHECK(cudaSetDevice(devices_[r]));
+    cuda::DeviceBuffer buffer(elements * sizeof(float), "all-reduce timing");
+    CUDA_CHECK(cudaMemset(buffer.data(), 0, buffer.bytes()));
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    Communicator& communicator = *communicators_[r];
+    communicator.all_reduce_sum(buffer.data(), elements, CommDtype::kF32, stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) communicator.all_reduce_sum(buffer.data(), elements, CommDtype::kF32, stream);
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    seconds[r] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+    CUDA_CHECK(cudaStreamDestroy(stream));
+  });
+  return *std::max_element(seconds.begin(), seconds.end());
 }
 
 std::vector<float> TensorParallelCudaBackend::forward_logits(const Batch& batch) {

@@ -39,6 +39,10 @@ class TensorParallelCudaBackend final : public Backend {
   std::vector<float> forward_logits(const Batch& batch) override;
 
   int tensor_parallel_size() const { return static_cast<int>(ranks_.size()); }
+  // The ranks' all-reduce alone, at a step's size: `elements` fp32 values summed over the ranks `iterations` times on
+  // a stream of each rank after one untimed round, as the layers' all-reduces are. Seconds per all-reduce, the
+  // slowest rank's (what `bench latency` reports per step).
+  double time_all_reduce(size_t elements, int iterations);
   // For tests: rank r's backend (its KV pool, its shard's config).
   const Backend& rank(int r) const { return *ranks_[static_cast<size_t>(r)]; }
 

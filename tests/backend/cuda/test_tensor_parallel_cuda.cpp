@@ -327,6 +327,22 @@ TEST(TensorParallelCudaBackend, MalformedBatchIsRefusedWithoutEndingTheGroup) {
   EXPECT_EQ(t.ranks().step(good).size(), 1u);
 }
 
+TEST(TensorParallelCudaBackend, TimesItsAllReduceAndKeepsStepping) {
+  SKIP_WITHOUT_GPU();
+  SameDeviceRanks t(test_model_preset("tiny-untied"), 2);
+  // The factory's backend, as `bench latency` finds it.
+  auto* ranks = dynamic_cast<TensorParallelCudaBackend*>(&t.ranks());
+  ASSERT_NE(ranks, nullptr);
+  const double seconds = ranks->time_all_reduce(4096, 5);
+  EXPECT_GT(seconds, 0.0);
+  EXPECT_LT(seconds, 1.0);
+  const std::vector<int32_t> table = {0, 1};
+  Batch batch;
+  batch.token_ids = {1, 2, 3};
+  batch.sequences = {t.sequence(3, 0, table)};
+  EXPECT_EQ(t.ranks().step(batch).size(), 1u);
+}
+
 TEST(TensorParallelCudaBackend, MoreRanksThanGpusAreRefusedNamingBoth) {
   SKIP_WITHOUT_GPU();
   const int gpus = cuda_device_count();

@@ -28,21 +28,6 @@ bool can_access_peer(int device, int peer) {
   return can != 0;
 }
 
-// Makes `device` current until the end of the scope, then the previous one again.
-class CurrentDevice {
- public:
-  explicit CurrentDevice(int device) {
-    CUDA_CHECK(cudaGetDevice(&previous_));
-    CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~CurrentDevice() { cudaSetDevice(previous_); }
-  CurrentDevice(const CurrentDevice&) = delete;
-  CurrentDevice& operator=(const CurrentDevice&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 }  // namespace
 
 TensorParallelCudaBackend::TensorParallelCudaBackend(std::shared_ptr<const LoadedModel> model,
@@ -60,7 +45,7 @@ TensorParallelCudaBackend::TensorParallelCudaBackend(std::shared_ptr<const Loade
   }
 
   if (options.tensor_parallel_same_device) {
-    CurrentDevice on_device(devices_.front());
+    ScopedCudaDevice on_device(devices_.front());
     auto group = std::make_shared<cuda::SameDeviceGroup>(size);
     for (int r = 0; r < size; ++r) communicators_.push_back(std::make_unique<cuda::SameDeviceCommunicator>(group, r));
     abort_communicators_ = [group](const std::string& reason) { group->abort(reason); };
@@ -82,7 +67,7 @@ TensorParallelCudaBackend::TensorParallelCudaBackend(std::shared_ptr<const Loade
     rank_options.cuda_graphs = false;             // the same-device collectives wait on the host
   }
   for (int r = 0; r < size; ++r) {
-    CurrentDevice on_device(devices_[static_cast<size_t>(r)]);
+    ScopedCudaDevice on_device(devices_[static_cast<size_t>(r)]);
     // Every rank's pool has the same block ids: the ranks after the first take its count.
     if (r > 0 && options.kv_cache_num_blocks == 0)
       rank_options.kv_cache_num_blocks = ranks_.front()->kv_cache().num_blocks;

@@ -28,22 +28,14 @@ ncclDataType_t nccl_dtype(CommDtype dtype) { return dtype == CommDtype::kF32 ? n
 
 cudaStream_t cuda_stream(CommStream stream) { return static_cast<cudaStream_t>(stream); }
 
-// Makes `device` current for the calls of one scope and restores the previous device after.
-class ScopedDevice {
- public:
-  explicit ScopedDevice(int device) {
-    check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
-    check_cuda(cudaSetDevice(device), "cudaSetDevice");
-  }
-  ~ScopedDevice() { cudaSetDevice(previous_); }
-  ScopedDevice(const ScopedDevice&) = delete;
-  ScopedDevice& operator=(const ScopedDevice&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
 }  // namespace
+
+ScopedCudaDevice::ScopedCudaDevice(int device) {
+  check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+}
+
+ScopedCudaDevice::~ScopedCudaDevice() { cudaSetDevice(previous_); }
 
 struct NcclCommunicator::Handle {
   ncclComm_t comm = nullptr;
@@ -89,7 +81,7 @@ NcclUniqueId make_nccl_unique_id() {
 NcclCommunicator::NcclCommunicator(const NcclUniqueId& id, int rank, int size, int device)
     : rank_(rank), size_(size), device_(device) {
   set_nccl_environment_defaults();
-  ScopedDevice on_device(device);
+  ScopedCudaDevice on_device(device);
   ncclUniqueId nccl_id;
   std::memcpy(&nccl_id, id.data(), sizeof(nccl_id));
   ncclComm_t comm = nullptr;
@@ -101,7 +93,7 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<Handle> handle, int rank, int
     : handle_(std::move(handle)), rank_(rank), size_(size), device_(device) {}
 
 NcclCommunicator::~NcclCommunicator() {
-  // Not ScopedDevice: a destructor must not throw.
+  // Not ScopedCudaDevice: a destructor must not throw.
   int previous = 0;
   const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device_) == cudaSuccess;
   handle_.reset();
@@ -123,7 +115,7 @@ void NcclCommunicator::broadcast(void* buffer, size_t count, CommDtype dtype, in
 }
 
 void NcclCommunicator::barrier() {
-  ScopedDevice on_device(device_);
+  ScopedCudaDevice on_device(device_);
   check_nccl(ncclAllReduce(handle_->barrier_value, handle_->barrier_value, 1, ncclFloat32, ncclSum, handle_->comm,
                            handle_->barrier_stream),
              "ncclAllReduce (barrier)");
@@ -152,7 +144,7 @@ std::vector<std::unique_ptr<NcclCommunicator>> make_nccl_communicators(std::span
   for (int rank = 0; rank < size; ++rank) {
     const int device = devices[static_cast<size_t>(rank)];
     try {
-      ScopedDevice on_device(device);
+      ScopedCudaDevice on_device(device);
       auto handle =
           std::make_unique<NcclCommunicator::Handle>(std::exchange(comms[static_cast<size_t>(rank)], nullptr));
       communicators.push_back(

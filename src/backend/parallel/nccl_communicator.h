@@ -57,6 +57,19 @@ class NcclCommunicator final : public Communicator {
 // Throws Error(kUnavailable) with NCCL's reason.
 std::vector<std::unique_ptr<NcclCommunicator>> make_nccl_communicators(std::span<const int> devices);
 
+// Makes GPU `device` current for one scope and the previous one again after (the communicators' calls, and the CUDA
+// ranks' set-up on their GPUs). Throws Error(kUnavailable) when the device cannot be made current.
+class ScopedCudaDevice {
+ public:
+  explicit ScopedCudaDevice(int device);
+  ~ScopedCudaDevice();
+  ScopedCudaDevice(const ScopedCudaDevice&) = delete;
+  ScopedCudaDevice& operator=(const ScopedCudaDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
 // Sets NCCL_NVLS_ENABLE=0 unless the variable is already set: NVLink multicast stays off (on shared multi-GPU hosts a
 // program using it can take the host's GPUs out of service; NCCL's NVLS buffers also cost memory the KV pool wants).
 // The communicator constructors call it before NCCL initialises.

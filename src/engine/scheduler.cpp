@@ -268,7 +268,7 @@ Sequence* Scheduler::pick_victim(const Sequence* requester) const {
 void Scheduler::preempt(Sequence* victim) {
   blocks_.free(*victim);
   remove_from(running_, victim);
-  free_slots_.push_back(std::exchange(victim->slot, -1));
+  free_slots_.push_back(std::exchange(victim->slot, BatchSequence::kNoSlot));
   victim->status = SequenceStatus::kWaiting;
   ++victim->num_preemptions;
   ++stats_.preemptions;
@@ -481,7 +481,7 @@ void Scheduler::finish(Sequence* seq, FinishReason reason) {
   if (seq->status == SequenceStatus::kRunning) {
     blocks_.free(*seq);
     remove_from(running_, seq);
-    free_slots_.push_back(std::exchange(seq->slot, -1));
+    free_slots_.push_back(std::exchange(seq->slot, BatchSequence::kNoSlot));
   } else {
     remove_from(waiting_, seq);
   }

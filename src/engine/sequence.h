@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/sampling.h"
 #include "engine/speculation.h"
 #include "grammar/scoped_matcher.h"
@@ -45,7 +46,7 @@ struct Sequence {
   int32_t num_registered_blocks = 0;   // leading blocks already offered to the prefix cache
   // The batch's BatchSequence::slot and table_generation: the scheduler gives a running sequence a slot of its own
   // (-1 while it is not running); BlockManager::allocate gives every table it builds a generation never used before.
-  int32_t slot = -1;
+  int32_t slot = BatchSequence::kNoSlot;
   uint64_t table_generation = 0;
 
   SamplingParams sampling;
